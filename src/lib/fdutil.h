@@ -1,0 +1,25 @@
+/* fdutil.h - file-descriptor helpers. Every fd the project creates is
+ * close-on-exec; these helpers retry on EINTR and never leak on error. */
+#ifndef OS_FDUTIL_H
+#define OS_FDUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+int fd_set_nonblock(int fd, bool on, os_error *err);
+int fd_set_cloexec(int fd, bool on, os_error *err);
+/* Writes all len bytes (blocking fd); EINTR retried. */
+int fd_write_all(int fd, const void *data, size_t len, os_error *err);
+/* Reads until EOF into a malloc'd NUL-terminated buffer of at most cap bytes. */
+int fd_read_all(int fd, size_t cap, char **out, size_t *out_len, os_error *err);
+/* Reads a whole file (opened O_RDONLY|O_CLOEXEC) with a size cap. */
+int file_read_all(const char *path, size_t cap, char **out, size_t *out_len, os_error *err);
+/* Writes a file atomically (temp + rename) with the given mode. */
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, os_error *err);
+/* Closes every fd >= lowfd except those listed in keep[nkeep]. */
+int fd_close_from(int lowfd, const int *keep, size_t nkeep, os_error *err);
+
+#endif

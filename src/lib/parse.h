@@ -1,0 +1,36 @@
+/* parse.h - bounded parsing of integers and strings from untrusted text.
+ * Replaces atoi/sscanf/strcpy: every function checks range and length and
+ * reports exactly what was wrong. */
+#ifndef OS_PARSE_H
+#define OS_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* Parses exactly len bytes of decimal digits into [min, max]. No sign, no
+ * spaces, no leading '+'; leading zeros allowed. */
+int parse_u64(const char *s, size_t len, uint64_t min, uint64_t max, uint64_t *out, os_error *err);
+/* Same for a NUL-terminated string. */
+int parse_u64_str(const char *s, uint64_t min, uint64_t max, uint64_t *out, os_error *err);
+/* Signed decimal with optional leading '-'. */
+int parse_i64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out, os_error *err);
+/* Hexadecimal digits (no 0x prefix) into [0, max]. */
+int parse_hex_u64(const char *s, size_t len, uint64_t max, uint64_t *out, os_error *err);
+
+/* Copies src into dst[cap] including the NUL; fails (ENAMETOOLONG) rather
+ * than truncating. */
+int str_copy(char *dst, size_t cap, const char *src, os_error *err);
+/* snprintf that fails instead of truncating. */
+int str_format(char *dst, size_t cap, os_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Duplicates at most len bytes, NUL-terminating; NULL on ENOMEM. */
+char *str_ndup(const char *s, size_t len);
+bool str_has_prefix(const char *s, const char *prefix);
+bool str_has_suffix(const char *s, const char *suffix);
+/* ASCII case-insensitive comparison of two byte ranges. */
+bool str_ieq(const char *a, size_t alen, const char *b, size_t blen);
+
+#endif
