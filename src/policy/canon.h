@@ -1,0 +1,34 @@
+/* canon.h - canonicalisation of HTTP request targets for L7 decisions. The
+ * canonical path is both what policy is matched against and what is
+ * forwarded upstream, so a request can never mean two different things. */
+#ifndef OS_POLICY_CANON_H
+#define OS_POLICY_CANON_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+enum canon_result {
+	CANON_OK = 0,
+	CANON_NOT_ABSOLUTE,     /* does not start with '/' */
+	CANON_ESCAPES_ROOT,     /* `..` above the root */
+	CANON_ENCODED_SLASH,    /* %2F or %5C in the path */
+	CANON_CONTROL_BYTE,     /* raw or encoded bytes < 0x20, 0x7f, or NUL */
+	CANON_BAD_ESCAPE,       /* % not followed by two hex digits */
+	CANON_BAD_BYTE,         /* byte not allowed in a path (space, non-ASCII raw, '\\', ...) */
+	CANON_TOO_LONG,         /* over out cap */
+	CANON_MATRIX_PARAM,     /* `;` path parameters such as `..;/` */
+};
+
+/* Canonicalises the path part of target (target[0..len), the query, if any,
+ * starts at the first '?' and is copied unchanged to *query_out (pointer into
+ * target, NULL if none)). Percent-decodes unreserved bytes (ALPHA DIGIT - . _ ~),
+ * upper-cases the hex of other escapes, collapses `//`, resolves `.` and `..`.
+ * Writes the canonical path NUL-terminated to out[cap]. */
+enum canon_result canon_request_path(const char *target, size_t len, char *out, size_t cap,
+				     const char **query_out, size_t *query_len);
+
+/* Short stable name of a result, e.g. "escapes_root", for audit records. */
+const char *canon_result_name(enum canon_result r);
+
+#endif

@@ -1,0 +1,413 @@
+/* identity.c - kernel-derived caller identity for the proxy (see identity.h).
+ * Reads only /proc; the executable's content is hashed through /proc/PID/exe
+ * (the file the process really runs, not a path that may have been swapped). */
+#include "identity.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "parse.h"
+
+#define PROC_NET_CAP (16u << 20) /* /proc/net/tcp of a busy namespace */
+#define PIN_MAX 1024 /* distinct executables pinned per sandbox */
+
+struct exe_pin {
+	char path[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+	unsigned char first_sha[32]; /* hash at first use: the pin */
+	unsigned char sha[32]; /* hash of the stat-identified current content */
+};
+
+struct identity_ctx {
+	pid_t entry_pid;
+	ino_t netns_ino;
+	struct exe_pin *pins;
+	size_t n_pins;
+};
+
+const char *identity_failure_name(enum identity_failure f)
+{
+	static const char *const names[] = {
+		[IDENTITY_OK] = "ok",
+		[IDENTITY_NO_SOCKET] = "identity_no_socket",
+		[IDENTITY_NO_OWNER] = "identity_no_owner",
+		[IDENTITY_OWNERS_DISAGREE] = "identity_owners_disagree",
+		[IDENTITY_OUTSIDE] = "identity_outside_sandbox",
+		[IDENTITY_HASH_MISMATCH] = "binary_hash_mismatch",
+		[IDENTITY_PROC_ERROR] = "identity_proc_error",
+	};
+	return (unsigned)f < ARRAY_SIZE(names) ? names[f] : "identity_unknown";
+}
+
+static int ns_inode(pid_t pid, const char *ns, ino_t *out)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)pid, ns);
+	if (stat(path, &st) < 0)
+		return -1;
+	*out = st.st_ino;
+	return 0;
+}
+
+int identity_ctx_new(pid_t entry_pid, struct identity_ctx **out, os_error *err)
+{
+	struct identity_ctx *c = calloc(1, sizeof *c);
+	if (!c)
+		return os_error_set(err, ENOMEM, "out of memory");
+	c->entry_pid = entry_pid;
+	if (ns_inode(entry_pid, "net", &c->netns_ino) < 0) {
+		free(c);
+		return os_error_errno(err, "reading network namespace of pid %d", (int)entry_pid);
+	}
+	*out = c;
+	return 0;
+}
+
+void identity_ctx_free(struct identity_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	free(ctx->pins);
+	free(ctx);
+}
+
+/* Formats an address the way /proc/net/tcp{,6} prints it: each 32-bit word
+ * of the network-order address printed as a native-endian hex number. */
+static void proc_net_addr(const struct sockaddr *sa, char *out, size_t cap, unsigned *port)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+		snprintf(out, cap, "%08X", (unsigned)in->sin_addr.s_addr);
+		*port = ntohs(in->sin_port);
+		return;
+	}
+	const struct sockaddr_in6 *in6 = (const void *)sa;
+	uint32_t w[4];
+	memcpy(w, &in6->sin6_addr, sizeof w);
+	snprintf(out, cap, "%08X%08X%08X%08X", (unsigned)w[0], (unsigned)w[1], (unsigned)w[2],
+		 (unsigned)w[3]);
+	*port = ntohs(in6->sin6_port);
+}
+
+/* Advances *p past spaces, returns the next whitespace-delimited field. */
+static const char *next_field(const char **p, const char *end, size_t *len)
+{
+	const char *s = *p;
+	while (s < end && *s == ' ')
+		s++;
+	const char *f = s;
+	while (s < end && *s != ' ' && *s != '\n')
+		s++;
+	*len = (size_t)(s - f);
+	*p = s;
+	return f;
+}
+
+static bool field_is_addr(const char *f, size_t len, const char *addr, unsigned port)
+{
+	char want[48];
+	snprintf(want, sizeof want, "%s:%04X", addr, port);
+	return len == strlen(want) && strncasecmp(f, want, len) == 0;
+}
+
+int identity_parse_proc_net(const char *text, bool v6, const struct sockaddr *sock_local,
+			    const struct sockaddr *sock_remote, unsigned long *inode, uid_t *uid)
+{
+	char la[40], ra[40];
+	unsigned lp, rp;
+	proc_net_addr(sock_local, la, sizeof la, &lp);
+	proc_net_addr(sock_remote, ra, sizeof ra, &rp);
+	(void)v6;
+	const char *line = strchr(text, '\n'); /* skip the header */
+	while (line && *++line) {
+		const char *end = strchr(line, '\n');
+		if (!end)
+			end = line + strlen(line);
+		const char *p = line;
+		size_t n;
+		const char *f[10];
+		size_t fl[10];
+		for (int i = 0; i < 10; i++)
+			f[i] = next_field(&p, end, &fl[i]);
+		/* fields: sl local rem st tx:rx tr:when retr uid timeout inode */
+		if (field_is_addr(f[1], fl[1], la, lp) && field_is_addr(f[2], fl[2], ra, rp)) {
+			uint64_t u, ino;
+			if (parse_u64(f[7], fl[7], 0, UINT32_MAX, &u, NULL) < 0 ||
+			    parse_u64(f[9], fl[9], 1, UINT64_MAX, &ino, NULL) < 0)
+				return -1;
+			*uid = (uid_t)u;
+			*inode = (unsigned long)ino;
+			return 0;
+		}
+		line = *end ? end : NULL;
+		(void)n;
+	}
+	return -1;
+}
+
+static int find_socket_inode(struct identity_ctx *ctx, const struct sockaddr *peer,
+			     const struct sockaddr *local, unsigned long *inode, uid_t *uid,
+			     os_error *err)
+{
+	char path[64];
+	bool v6 = peer->sa_family == AF_INET6;
+	snprintf(path, sizeof path, "/proc/%d/net/%s", (int)ctx->entry_pid, v6 ? "tcp6" : "tcp");
+	_cleanup_free_ char *text = NULL;
+	if (file_read_all(path, PROC_NET_CAP, &text, NULL, err) < 0)
+		return -1;
+	/* From the agent's side its socket is local=peer, remote=our local. */
+	return identity_parse_proc_net(text, v6, peer, local, inode, uid);
+}
+
+static pid_t read_ppid(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	_cleanup_free_ char *text = NULL;
+	if (file_read_all(path, 4096, &text, NULL, NULL) < 0)
+		return -1;
+	/* comm may contain spaces and ')': the fields start after the last ')'. */
+	const char *p = strrchr(text, ')');
+	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+		return -1;
+	p += 4;
+	const char *e = strchr(p, ' ');
+	uint64_t v;
+	if (!e || parse_u64(p, (size_t)(e - p), 0, INT32_MAX, &v, NULL) < 0)
+		return -1;
+	return (pid_t)v;
+}
+
+static bool pid_holds_inode(pid_t pid, const char *want)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	bool found = false;
+	struct dirent *e;
+	while (!found && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		char link[64], target[64];
+		snprintf(link, sizeof link, "/proc/%d/fd/%s", (int)pid, e->d_name);
+		ssize_t n = readlink(link, target, sizeof target - 1);
+		if (n > 0) {
+			target[n] = '\0';
+			found = strcmp(target, want) == 0;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* Collects up to cap pids in the sandbox's net namespace holding the inode. */
+static size_t find_owners(struct identity_ctx *ctx, unsigned long inode, pid_t *pids, size_t cap)
+{
+	char want[64];
+	snprintf(want, sizeof want, "socket:[%lu]", inode);
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL && n < cap) {
+		uint64_t v;
+		if (parse_u64_str(e->d_name, 1, INT32_MAX, &v, NULL) < 0)
+			continue;
+		ino_t ns;
+		/* Cheap filter first: most host processes live in another netns. */
+		if (ns_inode((pid_t)v, "net", &ns) < 0 || ns != ctx->netns_ino)
+			continue;
+		if (pid_holds_inode((pid_t)v, want))
+			pids[n++] = (pid_t)v;
+	}
+	closedir(d);
+	return n;
+}
+
+static int read_exe(pid_t pid, char *out, size_t cap)
+{
+	char link[64];
+	snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(link, out, cap - 1);
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
+static int sha256_fd(int fd, unsigned char md[32])
+{
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(c);
+		return -1;
+	}
+	char chunk[65536];
+	ssize_t n;
+	int rc = 0;
+	while ((n = read(fd, chunk, sizeof chunk)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -1;
+			break;
+		}
+		EVP_DigestUpdate(c, chunk, (size_t)n);
+	}
+	unsigned len = 32;
+	if (rc == 0 && EVP_DigestFinal_ex(c, md, &len) != 1)
+		rc = -1;
+	EVP_MD_CTX_free(c);
+	return rc;
+}
+
+static struct exe_pin *pin_lookup(struct identity_ctx *ctx, const char *path)
+{
+	for (size_t i = 0; i < ctx->n_pins; i++)
+		if (strcmp(ctx->pins[i].path, path) == 0)
+			return &ctx->pins[i];
+	return NULL;
+}
+
+static bool pin_stat_same(const struct exe_pin *p, const struct stat *st)
+{
+	return p->dev == st->st_dev && p->ino == st->st_ino && p->size == st->st_size &&
+	       p->mtime.tv_sec == st->st_mtim.tv_sec && p->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       p->ctime.tv_sec == st->st_ctim.tv_sec && p->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+static void pin_set_stat(struct exe_pin *p, const struct stat *st)
+{
+	p->dev = st->st_dev;
+	p->ino = st->st_ino;
+	p->size = st->st_size;
+	p->mtime = st->st_mtim;
+	p->ctime = st->st_ctim;
+}
+
+/* Checks the running executable of pid against the pin for its path: the
+ * first use pins the SHA-256; later a changed (dev, ino, size, mtime, ctime)
+ * triggers a re-hash, and a different hash is a mismatch. */
+static enum identity_failure verify_pin(struct identity_ctx *ctx, pid_t pid, const char *path,
+					os_error *err)
+{
+	char link[64];
+	snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+	_cleanup_close_ int fd = open(link, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		os_error_errno(err, "opening executable of pid %d", (int)pid);
+		return IDENTITY_PROC_ERROR;
+	}
+	struct exe_pin *p = pin_lookup(ctx, path);
+	if (p && pin_stat_same(p, &st))
+		return memcmp(p->sha, p->first_sha, 32) == 0 ? IDENTITY_OK : IDENTITY_HASH_MISMATCH;
+	unsigned char md[32];
+	if (sha256_fd(fd, md) < 0) {
+		os_error_errno(err, "hashing %s", path);
+		return IDENTITY_PROC_ERROR;
+	}
+	if (!p) {
+		if (ctx->n_pins == PIN_MAX) {
+			os_error_set(err, ENOSPC, "more than %d distinct executables", PIN_MAX);
+			return IDENTITY_PROC_ERROR;
+		}
+		struct exe_pin *np = realloc(ctx->pins, (ctx->n_pins + 1) * sizeof *np);
+		if (!np) {
+			os_error_set(err, ENOMEM, "out of memory");
+			return IDENTITY_PROC_ERROR;
+		}
+		ctx->pins = np;
+		p = &ctx->pins[ctx->n_pins++];
+		memset(p, 0, sizeof *p);
+		snprintf(p->path, sizeof p->path, "%s", path);
+		memcpy(p->first_sha, md, 32);
+	}
+	pin_set_stat(p, &st);
+	memcpy(p->sha, md, 32);
+	if (memcmp(md, p->first_sha, 32) != 0) {
+		os_error_set(err, EPERM, "%s changed since its first use", path);
+		return IDENTITY_HASH_MISMATCH;
+	}
+	return IDENTITY_OK;
+}
+
+/* Fills the exe chain from pid up to the entry process. */
+static enum identity_failure build_chain(struct identity_ctx *ctx, pid_t pid, struct identity *out,
+					 os_error *err)
+{
+	out->n_chain = 0;
+	for (pid_t p = pid; out->n_chain < IDENTITY_CHAIN_MAX; p = read_ppid(p)) {
+		if (p <= 0) {
+			os_error_set(err, ESRCH, "pid %d is not inside the sandbox", (int)pid);
+			return IDENTITY_OUTSIDE;
+		}
+		char *slot = out->chain[out->n_chain];
+		if (read_exe(p, slot, PATH_MAX) < 0) {
+			os_error_errno(err, "reading executable of pid %d", (int)p);
+			return IDENTITY_PROC_ERROR;
+		}
+		enum identity_failure f = verify_pin(ctx, p, slot, err);
+		if (f != IDENTITY_OK)
+			return f;
+		out->n_chain++;
+		if (p == ctx->entry_pid)
+			return IDENTITY_OK;
+	}
+	os_error_set(err, ELOOP, "pid %d: ancestor chain longer than %d", (int)pid,
+		     IDENTITY_CHAIN_MAX);
+	return IDENTITY_OUTSIDE;
+}
+
+enum identity_failure identity_resolve(struct identity_ctx *ctx, const struct sockaddr *peer,
+				       const struct sockaddr *local, struct identity *out,
+				       os_error *err)
+{
+	unsigned long inode;
+	if (find_socket_inode(ctx, peer, local, &inode, &out->uid, err) < 0) {
+		if (err && err->code == 0)
+			os_error_set(err, ENOENT, "no socket for this connection in the sandbox");
+		return IDENTITY_NO_SOCKET;
+	}
+	pid_t pids[64];
+	size_t n = find_owners(ctx, inode, pids, ARRAY_SIZE(pids));
+	if (n == 0) {
+		os_error_set(err, ESRCH, "no process owns socket inode %lu", inode);
+		return IDENTITY_NO_OWNER;
+	}
+	/* Every owner must run the same executable, else the caller is ambiguous. */
+	char first[PATH_MAX], other[PATH_MAX];
+	pid_t lowest = pids[0];
+	if (read_exe(pids[0], first, sizeof first) < 0) {
+		os_error_errno(err, "reading executable of pid %d", (int)pids[0]);
+		return IDENTITY_PROC_ERROR;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if (read_exe(pids[i], other, sizeof other) < 0 || strcmp(first, other) != 0) {
+			os_error_set(err, EPERM,
+				     "socket shared by processes running different executables");
+			return IDENTITY_OWNERS_DISAGREE;
+		}
+		if (pids[i] < lowest)
+			lowest = pids[i];
+	}
+	out->pid = lowest;
+	return build_chain(ctx, lowest, out, err);
+}

@@ -1,0 +1,57 @@
+/* identity.h - who is on the other end of a proxy connection, as the kernel
+ * says: socket 4-tuple -> inode (the tcp and tcp6 tables of the sandbox namespace)
+ * -> owning processes -> /proc/PID/exe and the ancestor chain up to the
+ * sandbox's entry process. Never trusts argv, comm or anything the caller
+ * writes about itself; owners that disagree, or none found, are an error. */
+#ifndef OS_SUPERVISOR_IDENTITY_H
+#define OS_SUPERVISOR_IDENTITY_H
+
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define IDENTITY_CHAIN_MAX 32 /* ancestors considered, entry process included */
+
+enum identity_failure {
+	IDENTITY_OK = 0,
+	IDENTITY_NO_SOCKET, /* no socket with that 4-tuple in the namespace */
+	IDENTITY_NO_OWNER, /* socket found but no process holds it */
+	IDENTITY_OWNERS_DISAGREE, /* processes with different executables share it */
+	IDENTITY_OUTSIDE, /* owner is not a descendant of the entry process */
+	IDENTITY_HASH_MISMATCH, /* executable content changed since first use */
+	IDENTITY_PROC_ERROR, /* /proc could not be read */
+};
+
+struct identity {
+	pid_t pid; /* one owning process (lowest pid) */
+	uid_t uid; /* socket owner uid as the kernel records it */
+	size_t n_chain; /* chain[0] = owner's exe, then parent's, ... entry's */
+	char chain[IDENTITY_CHAIN_MAX][PATH_MAX];
+};
+
+struct identity_ctx;
+
+/* entry_pid: the sandbox's entry process (its net namespace is where sockets
+ * are looked up; only its descendants are accepted as owners). */
+int identity_ctx_new(pid_t entry_pid, struct identity_ctx **out, os_error *err);
+void identity_ctx_free(struct identity_ctx *ctx);
+
+/* peer/local: the addresses as seen from the proxy side of the connection,
+ * i.e. peer is the agent's socket address and local the proxy's. */
+enum identity_failure identity_resolve(struct identity_ctx *ctx, const struct sockaddr *peer,
+				       const struct sockaddr *local, struct identity *out,
+				       os_error *err);
+
+const char *identity_failure_name(enum identity_failure f);
+
+/* Test seam: find the inode of the socket with this 4-tuple in the text of a
+ * /proc/net/tcp (or tcp6) file. Returns 0 and sets inode and uid, or -1. */
+int identity_parse_proc_net(const char *text, bool v6, const struct sockaddr *sock_local,
+			    const struct sockaddr *sock_remote, unsigned long *inode, uid_t *uid);
+
+#endif
