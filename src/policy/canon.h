@@ -20,11 +20,14 @@ enum canon_result {
 	CANON_MATRIX_PARAM,     /* `;` path parameters such as `..;/` */
 };
 
-/* Canonicalises the path part of target (target[0..len), the query, if any,
- * starts at the first '?' and is copied unchanged to *query_out (pointer into
- * target, NULL if none)). Percent-decodes unreserved bytes (ALPHA DIGIT - . _ ~),
+/* Canonicalises the path part of target (target[0..len); the query, if any,
+ * starts at the first '?' and is handed back unchanged: *query_out points into
+ * target just past the '?' and *query_len excludes it; NULL and 0 when there
+ * is no '?' (a bare "?" gives a non-NULL pointer and length 0). Either query
+ * pointer may be NULL. Percent-decodes unreserved bytes (ALPHA DIGIT - . _ ~),
  * upper-cases the hex of other escapes, collapses `//`, resolves `.` and `..`.
- * Writes the canonical path NUL-terminated to out[cap]. */
+ * Writes the canonical path NUL-terminated to out[cap]; on any result other
+ * than CANON_OK, out is the empty string (if cap > 0). Decisions: canon.c. */
 enum canon_result canon_request_path(const char *target, size_t len, char *out, size_t cap,
 				     const char **query_out, size_t *query_len);
 

@@ -42,8 +42,12 @@ int ip_addr_from_sockaddr(const struct sockaddr *sa, struct ip_addr *out);
  * an error (names the CIDR). */
 int cidr_parse(const char *s, struct cidr *out, os_error *err);
 bool cidr_contains(const struct cidr *c, const struct ip_addr *a);
-/* True when the CIDR overlaps an always-blocked range (policy load rejects it). */
+/* True when the CIDR overlaps an always-blocked range (policy load rejects it).
+ * Any overlap counts, so 100.64.0.0/10 (holding 100.100.100.200) and
+ * fd00::/8 (holding fd00:ec2::254) are refused too. */
 bool cidr_overlaps_always_blocked(const struct cidr *c);
+/* The same, also naming the range overlapped in *why (for the load error). */
+bool cidr_overlaps_always_blocked_why(const struct cidr *c, const char **why);
 
 /* Classifies after unmapping IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible forms. */
 enum addr_class ip_addr_classify(const struct ip_addr *a, const char **why);

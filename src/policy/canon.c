@@ -1,0 +1,187 @@
+/* canon.c - canonical form of an HTTP request path (see canon.h). The result
+ * is both matched and forwarded, so it must never be something an upstream
+ * server could read as a different path: whatever servers disagree on is
+ * refused rather than guessed.
+ *
+ * Decisions:
+ * - Only unreserved bytes (ALPHA DIGIT - . _ ~) are decoded; other escapes
+ *   stay encoded with upper-case hex, so %25 never becomes a second escape.
+ *   A decoded '.' counts: `%2e%2e` is `..` and is resolved like it.
+ * - Any ';', raw or as %3B, is CANON_MATRIX_PARAM: servers disagree on path
+ *   parameters (Tomcat/Spring strip `;...` from each segment, so
+ *   `/a/..;/admin` reaches /admin there while a proxy sees a segment `..;`).
+ * - %2F and %5C are CANON_ENCODED_SLASH (a server may decode them into a
+ *   separator the policy never saw); a raw '\\' is CANON_BAD_BYTE.
+ * - `//` collapses; a trailing '/' is kept (`/a/` and `/a` may differ
+ *   upstream), and a trailing `.` or `..` segment leaves one (RFC 3986 5.2.4).
+ * - The query is not inspected here; the HTTP parser has already refused
+ *   control bytes and spaces anywhere in the request target. */
+#include "canon.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+struct writer {
+	char *out;
+	size_t cap, len;
+};
+
+static bool put(struct writer *w, char c)
+{
+	if (w->len + 1 >= w->cap) /* keep room for the NUL */
+		return false;
+	w->out[w->len++] = c;
+	return true;
+}
+
+static bool is_unreserved(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+/* RFC 3986 pchar, minus '%' (escapes are handled apart) and ';' (refused). */
+static bool is_raw_pchar(unsigned char c)
+{
+	return is_unreserved(c) || (c != 0 && strchr("!$&'()*+,=:@", c) != NULL);
+}
+
+static int hex_val(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Checks one byte value (decoded or raw) for the classes refused anywhere. */
+static enum canon_result refuse_byte(unsigned char v, bool encoded)
+{
+	if (v < 0x20 || v == 0x7f)
+		return CANON_CONTROL_BYTE;
+	if (v == ';')
+		return CANON_MATRIX_PARAM;
+	if (encoded && (v == '/' || v == '\\'))
+		return CANON_ENCODED_SLASH;
+	return CANON_OK;
+}
+
+/* Appends the canonical bytes of seg[0..n) (no raw '/' inside) to w. */
+static enum canon_result put_segment(struct writer *w, const char *seg, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)seg[i];
+		bool encoded = c == '%';
+		if (encoded) {
+			if (i + 2 >= n) /* segment ends before two hex digits */
+				return CANON_BAD_ESCAPE;
+			int hi = hex_val((unsigned char)seg[i + 1]);
+			int lo = hex_val((unsigned char)seg[i + 2]);
+			if (hi < 0 || lo < 0)
+				return CANON_BAD_ESCAPE;
+			c = (unsigned char)(hi << 4 | lo);
+			i += 2;
+		}
+		enum canon_result r = refuse_byte(c, encoded);
+		if (r != CANON_OK)
+			return r;
+		bool ok;
+		if (is_unreserved(c))
+			ok = put(w, (char)c);
+		else if (encoded)
+			ok = put(w, '%') && put(w, hex[c >> 4]) && put(w, hex[c & 15]);
+		else if (is_raw_pchar(c))
+			ok = put(w, (char)c);
+		else
+			return CANON_BAD_BYTE;
+		if (!ok)
+			return CANON_TOO_LONG;
+	}
+	return CANON_OK;
+}
+
+/* Resolves the segment just written at w->out[start..]: drops empty and `.`
+ * segments, pops one for `..`; a dot segment at the end leaves a '/'. */
+static enum canon_result resolve_segment(struct writer *w, size_t start, bool last)
+{
+	const char *seg = w->out + start + 1;
+	size_t n = w->len - start - 1;
+	bool dot = n == 1 && seg[0] == '.';
+	bool dotdot = n == 2 && seg[0] == '.' && seg[1] == '.';
+	if (n == 0 && last)
+		return CANON_OK; /* trailing slash kept */
+	if (n != 0 && !dot && !dotdot)
+		return CANON_OK;
+	w->len = start;
+	if (dotdot) {
+		if (start == 0)
+			return CANON_ESCAPES_ROOT;
+		const char *slash = memrchr(w->out, '/', start);
+		w->len = (size_t)(slash - w->out);
+	}
+	if ((dot || dotdot) && last && !put(w, '/'))
+		return CANON_TOO_LONG;
+	return CANON_OK;
+}
+
+enum canon_result canon_request_path(const char *target, size_t len, char *out, size_t cap,
+				     const char **query_out, size_t *query_len)
+{
+	const char *q = memchr(target, '?', len);
+	size_t plen = q ? (size_t)(q - target) : len;
+	if (query_out)
+		*query_out = q ? q + 1 : NULL;
+	if (query_len)
+		*query_len = q ? len - plen - 1 : 0;
+	if (cap == 0)
+		return CANON_TOO_LONG;
+	out[0] = '\0';
+	if (plen == 0 || target[0] != '/')
+		return CANON_NOT_ABSOLUTE;
+
+	struct writer w = { out, cap, 0 };
+	enum canon_result r = CANON_OK;
+	size_t i = 1; /* just past a raw '/' */
+	for (bool last = false; !last && r == CANON_OK; i++) {
+		const char *end = memchr(target + i, '/', plen - i);
+		size_t j = end ? (size_t)(end - target) : plen;
+		size_t start = w.len;
+		last = j == plen;
+		r = put(&w, '/') ? put_segment(&w, target + i, j - i) : CANON_TOO_LONG;
+		if (r == CANON_OK)
+			r = resolve_segment(&w, start, last);
+		i = j;
+	}
+	/* Nothing partial on failure: out is the canonical path or empty. */
+	out[r == CANON_OK ? w.len : 0] = '\0';
+	return r;
+}
+
+const char *canon_result_name(enum canon_result r)
+{
+	switch (r) {
+	case CANON_OK:
+		return "ok";
+	case CANON_NOT_ABSOLUTE:
+		return "not_absolute";
+	case CANON_ESCAPES_ROOT:
+		return "escapes_root";
+	case CANON_ENCODED_SLASH:
+		return "encoded_slash";
+	case CANON_CONTROL_BYTE:
+		return "control_byte";
+	case CANON_BAD_ESCAPE:
+		return "bad_escape";
+	case CANON_BAD_BYTE:
+		return "bad_byte";
+	case CANON_TOO_LONG:
+		return "too_long";
+	case CANON_MATRIX_PARAM:
+		return "matrix_param";
+	}
+	return "unknown";
+}

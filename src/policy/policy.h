@@ -1,0 +1,211 @@
+/* policy.h - the sandbox policy v1 (POLICY.md): the validated model, its
+ * strict loader, the compiled reference-counted generation and the decisions.
+ * A policy is either loaded completely and valid, or not at all. */
+#ifndef OS_POLICY_POLICY_H
+#define OS_POLICY_POLICY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "ssrf.h"
+
+/* Documented limits (POLICY.md "Limits"). */
+#define POLICY_MAX_POLICIES 1024
+#define POLICY_MAX_ENDPOINTS 4096 /* in the whole file */
+#define POLICY_MAX_PATHS 256      /* filesystem paths in total */
+#define POLICY_MAX_PATH_LEN 4096
+#define POLICY_MAX_BINARIES 1024 /* per policy */
+#define POLICY_MAX_RULES 1024    /* rules + deny_rules per endpoint */
+#define POLICY_MAX_ERRORS 64     /* collected before the loader gives up */
+#define POLICY_NAME_MAX 128
+
+enum policy_protocol { POLICY_PROTO_NONE = 0, POLICY_PROTO_TCP, POLICY_PROTO_REST };
+enum policy_tls { POLICY_TLS_AUTO = 0, POLICY_TLS_SKIP };
+/* We default to enforce (OpenShell defaults to audit). */
+enum policy_enforcement { POLICY_ENF_ENFORCE = 0, POLICY_ENF_AUDIT };
+enum policy_access {
+	POLICY_ACCESS_NONE = 0,
+	POLICY_ACCESS_READ_ONLY,  /* GET HEAD OPTIONS, any path */
+	POLICY_ACCESS_READ_WRITE, /* + POST PUT PATCH */
+	POLICY_ACCESS_FULL,       /* every method */
+};
+enum policy_landlock { POLICY_LANDLOCK_BEST_EFFORT = 0, POLICY_LANDLOCK_HARD_REQUIREMENT };
+
+/* One query parameter matcher: the parameter's values against globs (`*`
+ * any run of bytes). */
+struct policy_query {
+	char *name;
+	char **globs;
+	size_t n_globs;
+};
+
+struct policy_rule {
+	char *method; /* upper case, or "*" */
+	char *path;   /* glob on the canonical path */
+	struct policy_query *query;
+	size_t n_query;
+};
+
+struct policy_endpoint {
+	char *host; /* normalised pattern: exact, IP literal, `*.d` or `**.d` */
+	uint16_t *ports;
+	size_t n_ports;
+	enum policy_protocol protocol;
+	enum policy_tls tls;
+	enum policy_enforcement enforcement;
+	enum policy_access access;
+	struct policy_rule *rules;
+	size_t n_rules;
+	struct policy_rule *deny_rules;
+	size_t n_deny;
+	struct cidr *allowed_ips; /* includes the host itself when it is an IP literal */
+	size_t n_allowed;
+	char *credential_provider; /* credential_binding.provider, or NULL */
+	unsigned line, col;
+	size_t policy_index; /* back-reference into policy_doc.networks */
+	size_t index;        /* position in its policy's endpoints */
+};
+
+struct policy_binary {
+	char *path; /* absolute; may contain `*` / `**` */
+};
+
+struct policy_network {
+	char *name; /* the key under network_policies */
+	struct policy_endpoint *endpoints;
+	size_t n_endpoints;
+	struct policy_binary *binaries;
+	size_t n_binaries;
+};
+
+/* run_as_user / run_as_group: absent, `sandbox`, or a number 1..4294967294. */
+struct policy_ident {
+	bool set;
+	bool is_sandbox;
+	uint32_t id;
+};
+
+struct policy_doc {
+	bool fs_present;
+	bool include_workdir; /* true when filesystem_policy is absent */
+	char **read_only;
+	size_t n_read_only;
+	char **read_write;
+	size_t n_read_write;
+	enum policy_landlock landlock;
+	struct policy_ident run_as_user, run_as_group;
+	struct policy_network *networks; /* sorted by name */
+	size_t n_networks;
+	size_t n_endpoints_total;
+};
+
+/* Every message of a failed load, in document order, each
+ * "FILE:LINE:COL: key.path: expected ..., got ...". */
+struct policy_diag {
+	char **msgs;
+	size_t n;
+};
+void policy_diag_free(struct policy_diag *d);
+
+/* Loader limits; the defaults are the documented ones. The benchmark raises
+ * them to build larger policies. */
+struct policy_limits {
+	size_t max_policies;
+	size_t max_endpoints;
+};
+
+/* Parses and validates. On failure nothing is returned, err holds the first
+ * message and diag (if non-NULL) all of them. */
+int policy_parse(const char *name, const char *data, size_t len, struct policy_doc **out,
+		 struct policy_diag *diag, os_error *err);
+int policy_parse_limits(const char *name, const char *data, size_t len,
+			const struct policy_limits *lim, struct policy_doc **out,
+			struct policy_diag *diag, os_error *err);
+int policy_load_file(const char *path, struct policy_doc **out, struct policy_diag *diag,
+		     os_error *err);
+void policy_doc_free(struct policy_doc *doc);
+
+const char *policy_access_name(enum policy_access a);
+
+/* ---- compiled generation (policy_compile.c) ---- */
+
+struct policy_gen;
+
+/* Compiles doc (ownership moves to the generation, also on failure).
+ * The generation is immutable and starts with one reference. */
+struct policy_gen *policy_compile(struct policy_doc *doc, os_error *err);
+struct policy_gen *policy_ref(struct policy_gen *g);
+void policy_unref(struct policy_gen *g);
+const struct policy_doc *policy_gen_doc(const struct policy_gen *g);
+
+/* Holder of the current generation: readers acquire a reference, hot reload
+ * swaps in a new one; requests in flight keep the generation they started with. */
+struct policy_holder;
+struct policy_holder *policy_holder_new(struct policy_gen *initial);
+struct policy_gen *policy_holder_acquire(struct policy_holder *h); /* caller unrefs */
+void policy_holder_swap(struct policy_holder *h, struct policy_gen *next); /* takes next */
+void policy_holder_free(struct policy_holder *h);
+
+/* ---- decisions (policy_decide.c) ---- */
+
+enum policy_verdict { POLICY_DENY = 0, POLICY_ALLOW, POLICY_AUDIT };
+
+/* Closed set; names are stable (audit log). */
+enum policy_reason {
+	POLICY_R_ALLOWED = 0,
+	POLICY_R_NO_ENDPOINT,        /* no policy names this host */
+	POLICY_R_PORT_NOT_ALLOWED,   /* host known, port not */
+	POLICY_R_BINARY_NOT_ALLOWED, /* host:port known, no policy with a caller binary */
+	POLICY_R_BINARY_UNKNOWN,     /* caller identity could not be resolved */
+	POLICY_R_INVALID_HOST,
+	POLICY_R_METADATA_HOST,
+	POLICY_R_SSRF_ALWAYS_BLOCKED,
+	POLICY_R_SSRF_INTERNAL,
+	POLICY_R_SSRF_CONTROL_PLANE_PORT,
+	POLICY_R_PATH_REJECTED, /* canonicalisation refused the target */
+	POLICY_R_INVALID_METHOD,
+	POLICY_R_DENY_RULE,
+	POLICY_R_NO_MATCHING_RULE,
+	POLICY_R_NOT_INSPECTED, /* endpoint has no L7 rules: request allowed at L4 */
+	POLICY_R_CREDENTIAL_ENDPOINT_MISMATCH,
+	POLICY_R_COUNT_
+};
+
+#define POLICY_DETAIL_MAX 320
+
+struct policy_decision {
+	enum policy_verdict verdict;
+	enum policy_reason reason;
+	const char *policy; /* matched policy name (smallest), or NULL */
+	const struct policy_endpoint *endpoint; /* L4 match, NULL on deny */
+	char rule[64];      /* "rules[2]", "deny_rules[0]", "access:read-only" or "" */
+	char detail[POLICY_DETAIL_MAX]; /* for humans; never a query string or secret */
+};
+
+const char *policy_reason_name(enum policy_reason r);
+const char *policy_verdict_name(enum policy_verdict v);
+
+/* L4: may a process whose executable (or an ancestor's, chain[0] being the
+ * caller) is in chain[0..n) connect to host:port? */
+void policy_decide_connect(const struct policy_gen *g, const char *host, uint16_t port,
+			   const char *const *chain, size_t n, struct policy_decision *out);
+
+/* L7 on an endpoint returned by policy_decide_connect. raw_target is the
+ * request target as received; canon (cap canon_cap) receives the canonical
+ * path to forward (may be NULL). */
+void policy_decide_request(const struct policy_gen *g, const struct policy_endpoint *ep,
+			   const char *method, const char *raw_target, char *canon,
+			   size_t canon_cap, struct policy_decision *out);
+
+/* SSRF: the resolved address a of an allowed endpoint, before connecting. */
+void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a,
+			   uint16_t port, struct policy_decision *out);
+
+/* Credential binding: may provider's secrets be sent to host:port? */
+bool policy_credential_allowed(const struct policy_gen *g, const char *provider, const char *host,
+			       uint16_t port);
+
+#endif

@@ -1,0 +1,164 @@
+/* policy_decide.c - L4 (CONNECT), SSRF and credential decisions against a
+ * compiled generation. Default deny; never allocates, never locks, and never
+ * puts a query string or secret into a decision's detail. */
+#include <stdio.h>
+#include <string.h>
+
+#include "hostglob.h"
+#include "policy_gen_int.h"
+
+typedef bool (*visit_fn)(const struct policy_endpoint *ep, void *ctx);
+
+/* Calls fn for every endpoint whose host pattern matches host (normalised):
+ * the exact entry, `*.` of the direct parent, `**.` of every ancestor domain.
+ * Stops early when fn returns false. Lookups are O(labels), not O(rules). */
+static void for_each_host_match(const struct policy_gen *g, const char *host, visit_fn fn,
+				void *ctx)
+{
+	const struct host_slot *s = host_table_find(&g->exact, host, host_hash(host));
+	for (size_t i = 0; s && i < s->n; i++)
+		if (!fn(s->eps[i], ctx))
+			return;
+	bool first = true;
+	for (const char *d = strchr(host, '.'); d; d = strchr(d + 1, '.'), first = false) {
+		uint64_t h = host_hash(d + 1);
+		if (first && (s = host_table_find(&g->one, d + 1, h)))
+			for (size_t i = 0; i < s->n; i++)
+				if (!fn(s->eps[i], ctx))
+					return;
+		if ((s = host_table_find(&g->multi, d + 1, h)))
+			for (size_t i = 0; i < s->n; i++)
+				if (!fn(s->eps[i], ctx))
+					return;
+	}
+}
+
+static bool has_port(const struct policy_endpoint *ep, uint16_t port)
+{
+	for (size_t i = 0; i < ep->n_ports; i++)
+		if (ep->ports[i] == port)
+			return true;
+	return false;
+}
+
+struct l4_ctx {
+	const struct policy_gen *g;
+	uint16_t port;
+	const char *const *chain;
+	size_t n;
+	bool host_seen, port_seen;
+	const struct policy_endpoint *best;
+};
+
+static bool l4_visit(const struct policy_endpoint *ep, void *p)
+{
+	struct l4_ctx *c = p;
+	c->host_seen = true;
+	if (c->best && c->best->policy_index <= ep->policy_index)
+		return true;
+	if (!has_port(ep, c->port))
+		return true;
+	c->port_seen = true;
+	if (bin_set_match(&c->g->bins[ep->policy_index], c->chain, c->n))
+		c->best = ep;
+	return true;
+}
+
+static void set(struct policy_decision *out, enum policy_verdict v, enum policy_reason r)
+{
+	out->verdict = v;
+	out->reason = r;
+}
+
+void policy_decide_connect(const struct policy_gen *g, const char *host, uint16_t port,
+			   const char *const *chain, size_t n, struct policy_decision *out)
+{
+	memset(out, 0, sizeof *out);
+	char h[HOST_NAME_CAP];
+	if (!host || host_normalize(host, strlen(host), h, sizeof h, NULL) < 0) {
+		set(out, POLICY_DENY, POLICY_R_INVALID_HOST);
+		snprintf(out->detail, sizeof out->detail, "CONNECT to an invalid host name");
+		return;
+	}
+	if (host_is_metadata_name(h)) {
+		set(out, POLICY_DENY, POLICY_R_METADATA_HOST);
+		snprintf(out->detail, sizeof out->detail, "CONNECT %s:%u: metadata endpoint", h,
+			 (unsigned)port);
+		return;
+	}
+	if (n == 0 || !chain) {
+		set(out, POLICY_DENY, POLICY_R_BINARY_UNKNOWN);
+		snprintf(out->detail, sizeof out->detail,
+			 "CONNECT %s:%u: calling binary could not be identified", h,
+			 (unsigned)port);
+		return;
+	}
+	struct l4_ctx c = { .g = g, .port = port, .chain = chain, .n = n };
+	for_each_host_match(g, h, l4_visit, &c);
+	if (c.best) {
+		set(out, POLICY_ALLOW, POLICY_R_ALLOWED);
+		out->endpoint = c.best;
+		out->policy = g->doc->networks[c.best->policy_index].name;
+		snprintf(out->rule, sizeof out->rule, "endpoints[%zu]", c.best->index);
+		snprintf(out->detail, sizeof out->detail, "CONNECT %s:%u allowed by policy %s", h,
+			 (unsigned)port, out->policy);
+		return;
+	}
+	set(out, POLICY_DENY,
+	    c.port_seen	  ? POLICY_R_BINARY_NOT_ALLOWED
+	    : c.host_seen ? POLICY_R_PORT_NOT_ALLOWED
+			  : POLICY_R_NO_ENDPOINT);
+	snprintf(out->detail, sizeof out->detail, "CONNECT %s:%u not permitted by policy", h,
+		 (unsigned)port);
+}
+
+void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a, uint16_t port,
+			   struct policy_decision *out)
+{
+	memset(out, 0, sizeof *out);
+	const char *why = NULL;
+	char ip[64] = "?";
+	ip_addr_format(a, ip, sizeof ip);
+	enum ssrf_verdict v =
+		ssrf_check(a, port, ep ? ep->allowed_ips : NULL, ep ? ep->n_allowed : 0, &why);
+	static const enum policy_reason reasons[] = {
+		[SSRF_ALLOW] = POLICY_R_ALLOWED,
+		[SSRF_DENY_ALWAYS] = POLICY_R_SSRF_ALWAYS_BLOCKED,
+		[SSRF_DENY_INTERNAL] = POLICY_R_SSRF_INTERNAL,
+		[SSRF_DENY_PORT] = POLICY_R_SSRF_CONTROL_PLANE_PORT,
+	};
+	out->endpoint = ep;
+	set(out, v == SSRF_ALLOW ? POLICY_ALLOW : POLICY_DENY, reasons[v]);
+	if (v == SSRF_ALLOW)
+		snprintf(out->detail, sizeof out->detail, "%s port %u permitted", ip,
+			 (unsigned)port);
+	else
+		snprintf(out->detail, sizeof out->detail, "%s port %u blocked: %s", ip,
+			 (unsigned)port, why ? why : policy_reason_name(reasons[v]));
+}
+
+struct cred_ctx {
+	const char *provider;
+	uint16_t port;
+	bool ok;
+};
+
+static bool cred_visit(const struct policy_endpoint *ep, void *p)
+{
+	struct cred_ctx *c = p;
+	if (ep->credential_provider && !strcmp(ep->credential_provider, c->provider) &&
+	    has_port(ep, c->port))
+		c->ok = true;
+	return !c->ok;
+}
+
+bool policy_credential_allowed(const struct policy_gen *g, const char *provider, const char *host,
+			       uint16_t port)
+{
+	char h[HOST_NAME_CAP];
+	if (!provider || !host || host_normalize(host, strlen(host), h, sizeof h, NULL) < 0)
+		return false;
+	struct cred_ctx c = { .provider = provider, .port = port };
+	for_each_host_match(g, h, cred_visit, &c);
+	return c.ok;
+}

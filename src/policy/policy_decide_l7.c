@@ -1,0 +1,257 @@
+/* policy_decide_l7.c - REST request decisions on an endpoint: canonical
+ * path, method (GET covers HEAD), path globs, query matchers, deny rules
+ * first, access presets, enforce/audit. Never allocates; the query string is
+ * matched but never copied into the decision. */
+#include <stdio.h>
+#include <string.h>
+
+#include "canon.h"
+#include "pathglob.h"
+#include "policy_gen_int.h"
+
+#define QUERY_MAX_PARAMS 64
+#define QUERY_MAX_BYTES 4096
+#define CANON_PATH_MAX 8192
+
+struct qparams {
+	bool bad; /* undecodable or over the caps: allow rules fail, deny rules hit */
+	size_t n;
+	const char *name[QUERY_MAX_PARAMS];
+	const char *value[QUERY_MAX_PARAMS];
+	char buf[QUERY_MAX_BYTES + 1];
+};
+
+static int hexv(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decodes s[0..len) into out (NUL-terminated); false on a bad
+ * escape or a decoded NUL. */
+static bool pct_decode(const char *s, size_t len, char *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] != '%') {
+			out[o++] = s[i];
+			continue;
+		}
+		if (i + 2 >= len)
+			return false;
+		int hi = hexv(s[i + 1]), lo = hexv(s[i + 2]);
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+			return false;
+		out[o++] = (char)(hi * 16 + lo);
+		i += 2;
+	}
+	out[o] = '\0';
+	return true;
+}
+
+static void query_parse(const char *q, size_t len, struct qparams *p)
+{
+	p->n = 0;
+	p->bad = len > QUERY_MAX_BYTES;
+	size_t o = 0;
+	for (size_t i = 0; !p->bad && i < len;) {
+		size_t end = i;
+		while (end < len && q[end] != '&')
+			end++;
+		if (end > i) {
+			if (p->n == QUERY_MAX_PARAMS) {
+				p->bad = true;
+				break;
+			}
+			const char *eq = memchr(q + i, '=', end - i);
+			size_t nlen = eq ? (size_t)(eq - (q + i)) : end - i;
+			char *name = p->buf + o;
+			if (!pct_decode(q + i, nlen, name)) {
+				p->bad = true;
+				break;
+			}
+			o += strlen(name) + 1;
+			char *val = p->buf + o;
+			size_t vlen = eq ? end - i - nlen - 1 : 0;
+			if (!pct_decode(eq ? eq + 1 : "", vlen, val)) {
+				p->bad = true;
+				break;
+			}
+			o += strlen(val) + 1;
+			p->name[p->n] = name;
+			p->value[p->n++] = val;
+		}
+		i = end + 1;
+	}
+}
+
+/* `*` matches any run of bytes; everything else literally. */
+static bool star_match(const char *pat, const char *s)
+{
+	const char *star = NULL, *resume = NULL;
+	while (*s) {
+		if (*pat == '*') {
+			star = pat++;
+			resume = s;
+		} else if (*pat == *s) {
+			pat++;
+			s++;
+		} else if (star) {
+			pat = star + 1;
+			s = ++resume;
+		} else {
+			return false;
+		}
+	}
+	while (*pat == '*')
+		pat++;
+	return *pat == '\0';
+}
+
+static bool globs_match(const struct policy_query *m, const char *v)
+{
+	for (size_t i = 0; i < m->n_globs; i++)
+		if (star_match(m->globs[i], v))
+			return true;
+	return false;
+}
+
+/* Allow: each matched parameter present and every value matching.
+ * Deny: each matched parameter present with at least one matching value. */
+static bool query_match(const struct policy_rule *r, const struct qparams *p, bool deny)
+{
+	if (r->n_query && p->bad)
+		return deny;
+	for (size_t i = 0; i < r->n_query; i++) {
+		const struct policy_query *m = &r->query[i];
+		size_t seen = 0, hits = 0;
+		for (size_t j = 0; j < p->n; j++) {
+			if (strcmp(p->name[j], m->name) != 0)
+				continue;
+			seen++;
+			hits += globs_match(m, p->value[j]);
+		}
+		if (seen == 0 || (deny ? hits == 0 : hits != seen))
+			return false;
+	}
+	return true;
+}
+
+static bool method_match(const char *rule, const char *m)
+{
+	return !strcmp(rule, "*") || !strcmp(rule, m) ||
+	       (!strcmp(rule, "GET") && !strcmp(m, "HEAD"));
+}
+
+static bool rule_match(const struct policy_rule *r, const char *m, const char *path,
+		       const struct qparams *q, bool deny)
+{
+	return method_match(r->method, m) && path_glob_match(r->path, path) &&
+	       query_match(r, q, deny);
+}
+
+static bool access_allows(enum policy_access a, const char *m)
+{
+	static const char *const ro[] = { "GET", "HEAD", "OPTIONS", NULL };
+	static const char *const rw[] = { "POST", "PUT", "PATCH", NULL };
+	if (a == POLICY_ACCESS_FULL)
+		return true;
+	for (size_t i = 0; a >= POLICY_ACCESS_READ_ONLY && ro[i]; i++)
+		if (!strcmp(m, ro[i]))
+			return true;
+	for (size_t i = 0; a >= POLICY_ACCESS_READ_WRITE && rw[i]; i++)
+		if (!strcmp(m, rw[i]))
+			return true;
+	return false;
+}
+
+/* Upper-cases a token method into out; false when not an HTTP token. */
+static bool method_norm(const char *m, char *out, size_t cap)
+{
+	size_t n = m ? strlen(m) : 0;
+	if (n == 0 || n >= cap)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = m[i];
+		if (ch >= 'a' && ch <= 'z')
+			ch = (char)(ch - 32);
+		if (!((ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_'))
+			return false;
+		out[i] = ch;
+	}
+	out[n] = '\0';
+	return true;
+}
+
+static void finish(struct policy_decision *out, const struct policy_endpoint *ep, bool violation,
+		   enum policy_reason r, const char *m, const char *path)
+{
+	out->reason = r;
+	out->verdict = !violation			    ? POLICY_ALLOW
+		       : ep->enforcement == POLICY_ENF_AUDIT ? POLICY_AUDIT
+							     : POLICY_DENY;
+	snprintf(out->detail, sizeof out->detail, "%s %.200s %s by %s of policy %s", m, path,
+		 violation ? "not permitted" : "permitted", out->rule[0] ? out->rule : "policy",
+		 out->policy);
+}
+
+void policy_decide_request(const struct policy_gen *g, const struct policy_endpoint *ep,
+			   const char *method, const char *raw_target, char *canon,
+			   size_t canon_cap, struct policy_decision *out)
+{
+	memset(out, 0, sizeof *out);
+	char local[CANON_PATH_MAX], m[40];
+	struct qparams q;
+	out->endpoint = ep;
+	out->policy = g->doc->networks[ep->policy_index].name;
+	if (!canon) {
+		canon = local;
+		canon_cap = sizeof local;
+	}
+	if (!method_norm(method, m, sizeof m)) {
+		out->reason = POLICY_R_INVALID_METHOD;
+		snprintf(out->detail, sizeof out->detail, "request with an invalid method");
+		return;
+	}
+	const char *qs = NULL;
+	size_t qlen = 0;
+	enum canon_result cr = canon_request_path(raw_target ? raw_target : "",
+						  raw_target ? strlen(raw_target) : 0, canon,
+						  canon_cap, &qs, &qlen);
+	if (cr != CANON_OK) {
+		/* Ambiguous targets are refused even under audit: there is no
+		 * single meaning to forward. */
+		out->reason = POLICY_R_PATH_REJECTED;
+		snprintf(out->detail, sizeof out->detail, "%s request path rejected: %s", m,
+			 canon_result_name(cr));
+		return;
+	}
+	if (ep->protocol != POLICY_PROTO_REST) {
+		out->verdict = POLICY_ALLOW;
+		out->reason = POLICY_R_NOT_INSPECTED;
+		snprintf(out->detail, sizeof out->detail, "endpoint of policy %s is not inspected",
+			 out->policy);
+		return;
+	}
+	query_parse(qs ? qs : "", qs ? qlen : 0, &q);
+	for (size_t i = 0; i < ep->n_deny; i++)
+		if (rule_match(&ep->deny_rules[i], m, canon, &q, true)) {
+			snprintf(out->rule, sizeof out->rule, "deny_rules[%zu]", i);
+			return finish(out, ep, true, POLICY_R_DENY_RULE, m, canon);
+		}
+	if (ep->access && access_allows(ep->access, m)) {
+		snprintf(out->rule, sizeof out->rule, "access:%s", policy_access_name(ep->access));
+		return finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
+	}
+	for (size_t i = 0; i < ep->n_rules; i++)
+		if (rule_match(&ep->rules[i], m, canon, &q, false)) {
+			snprintf(out->rule, sizeof out->rule, "rules[%zu]", i);
+			return finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
+		}
+	finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
+}

@@ -1,0 +1,48 @@
+/* policy_gen_int.h - layout of a compiled policy generation, shared by the
+ * compiler and the decision code. Everything here is immutable once
+ * policy_compile returns; decisions never lock and never allocate. */
+#ifndef OS_POLICY_GEN_INT_H
+#define OS_POLICY_GEN_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy.h"
+
+/* Endpoints filed under one host key, in ascending policy order. */
+struct host_slot {
+	const char *key; /* NULL: empty slot */
+	uint64_t hash;
+	const struct policy_endpoint **eps;
+	size_t n;
+};
+
+/* Open-addressing table keyed by normalised host or glob domain. */
+struct host_table {
+	struct host_slot *slots;
+	size_t mask; /* capacity - 1 (power of two) */
+};
+
+/* A policy's binaries: literal paths sorted for bsearch, globs tried after. */
+struct bin_set {
+	const char **lit;
+	size_t n_lit;
+	const char **glob;
+	size_t n_glob;
+};
+
+struct policy_gen {
+	atomic_size_t refs;
+	struct policy_doc *doc;
+	struct host_table exact; /* `api.example.com`, IP literals */
+	struct host_table one;   /* `*.d` filed under d */
+	struct host_table multi; /* `**.d` filed under d */
+	struct bin_set *bins;    /* one per doc->networks[i] */
+};
+
+uint64_t host_hash(const char *s);
+const struct host_slot *host_table_find(const struct host_table *t, const char *key, uint64_t h);
+bool bin_set_match(const struct bin_set *b, const char *const *chain, size_t n);
+
+#endif

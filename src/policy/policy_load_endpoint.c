@@ -1,0 +1,378 @@
+/* policy_load_endpoint.c - loads one network endpoint: host, ports,
+ * allowed_ips, protocol/tls/enforcement, access presets, REST rules.
+ * Must never accept a combination whose meaning is ambiguous or silently inert. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostglob.h"
+#include "policy_load_int.h"
+
+static void load_host(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
+{
+	const char *s;
+	if (!get_str(c, n, "a host name, IP address or `*.`/`**.` pattern", &s))
+		return;
+	char norm[HOST_NAME_CAP];
+	os_error e = { 0 };
+	if (host_pattern_normalize(s, n->scalar.len, norm, sizeof norm, &e) < 0) {
+		char what[OS_ERROR_MSG_MAX + 64];
+		snprintf(what, sizeof what, "a host name, IP address or `*.`/`**.` pattern (%s)",
+			 e.msg);
+		return lerr_expected(c, n, what);
+	}
+	if (host_is_metadata_name(norm))
+		return lerr(c, n, "%s is a cloud metadata endpoint and always blocked", norm);
+	if (host_is_ip_literal(norm)) {
+		struct cidr cd = { .prefix = 0 };
+		const char *why = NULL;
+		if (ip_addr_parse(norm, &cd.addr, &e) < 0)
+			return lerr_expected(c, n, "a valid IP address");
+		if (ip_addr_classify(&cd.addr, &why) == ADDR_ALWAYS_BLOCKED)
+			return lerr(c, n, "%s is always blocked (%s)", norm,
+				    why ? why : "reserved");
+		cd.prefix = cd.addr.family == AF_INET ? 32 : 128;
+		/* A literal IP host implies allowed_ips for exactly that address. */
+		struct cidr *v = reallocarray(ep->allowed_ips, ep->n_allowed + 1, sizeof *v);
+		if (!v)
+			return lerr_oom(c);
+		ep->allowed_ips = v;
+		v[ep->n_allowed++] = cd;
+	}
+	ep->host = ldup(c, norm);
+}
+
+static void load_ports(struct lctx *c, const struct ynode *n, bool list, struct policy_endpoint *ep)
+{
+	static const char what[] = "an integer 1..65535";
+	size_t count = list ? 0 : 1;
+	free(ep->ports); /* both `port` and `ports`: reported by check_combination */
+	ep->ports = NULL;
+	ep->n_ports = 0;
+	if (list) {
+		if (!want_seq(c, n, true))
+			return;
+		count = n->seq.n;
+	}
+	if (count > 65535)
+		return lerr(c, n, "too many ports");
+	ep->ports = calloc(count, sizeof *ep->ports);
+	if (!ep->ports)
+		return lerr_oom(c);
+	for (size_t i = 0; i < count; i++) {
+		const struct ynode *it = list ? n->seq.items[i] : n;
+		size_t old = list ? kp_push(c, "[%zu]", i) : c->plen;
+		uint64_t v;
+		if (get_uint(c, it, 1, 65535, what, &v))
+			ep->ports[ep->n_ports++] = (uint16_t)v;
+		kp_pop(c, old);
+	}
+}
+
+static void load_allowed_ips(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
+{
+	if (!want_seq(c, n, true))
+		return;
+	struct cidr *v = reallocarray(ep->allowed_ips, ep->n_allowed + n->seq.n, sizeof *v);
+	if (!v)
+		return lerr_oom(c);
+	ep->allowed_ips = v;
+	for (size_t i = 0; i < n->seq.n; i++) {
+		const struct ynode *it = n->seq.items[i];
+		size_t old = kp_push(c, "[%zu]", i);
+		const char *s;
+		struct cidr cd;
+		os_error e = { 0 };
+		if (!get_str(c, it, "an IP address or CIDR", &s)) {
+		} else if (cidr_parse(s, &cd, &e) < 0) {
+			char what[OS_ERROR_MSG_MAX + 32];
+			snprintf(what, sizeof what, "an IP address or CIDR (%s)", e.msg);
+			lerr_expected(c, it, what);
+		} else if (cidr_overlaps_always_blocked(&cd)) {
+			lerr(c, it,
+			     "%s covers always-blocked addresses (loopback, link-local, "
+			     "unspecified or metadata)",
+			     s);
+		} else {
+			v[ep->n_allowed++] = cd;
+		}
+		kp_pop(c, old);
+	}
+}
+
+static bool method_ok(const char *m)
+{
+	if (!strcmp(m, "*"))
+		return true;
+	size_t n = strlen(m);
+	return n > 0 && n <= 32 &&
+	       strspn(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-") == n;
+}
+
+/* A path glob: absolute, no `.`/`..` components (they could never match a
+ * canonical path), no bytes canonicalisation would refuse. */
+static const char *glob_problem(const char *p)
+{
+	if (p[0] != '/')
+		return "not absolute";
+	for (const char *s = p; *s; s++)
+		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f || *s == '\\' ||
+		    *s == '?' || *s == '#' || *s == '%')
+			return "contains a byte a canonical path cannot contain";
+	for (const char *s = p; *s;) {
+		s++;
+		size_t n = strcspn(s, "/");
+		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+			return "contains a `.` or `..` component";
+		if (n == 0 && s[0] == '/')
+			return "contains `//`";
+		s += n;
+	}
+	return NULL;
+}
+
+static void load_query_globs(struct lctx *c, const struct ynode *v, struct policy_query *q)
+{
+	static const char *const keys[] = { "any", NULL };
+	const struct ynode *list = v;
+	if (v && v->kind == YNODE_MAPPING) {
+		check_keys(c, v, keys);
+		list = ynode_map_get(v, "any");
+		size_t old = kp_push(c, ".any");
+		if (!list)
+			lerr(c, v, "required key missing (expected a list of globs)");
+		else if (want_seq(c, list, true))
+			;
+		else
+			list = NULL;
+		kp_pop(c, old);
+		if (!list)
+			return;
+	} else if (!v || v->kind != YNODE_SCALAR) {
+		return lerr_expected(c, v, "a glob or {any: [globs]}");
+	}
+	size_t n = list->kind == YNODE_SEQUENCE ? list->seq.n : 1;
+	q->globs = calloc(n, sizeof *q->globs);
+	if (!q->globs)
+		return lerr_oom(c);
+	for (size_t i = 0; i < n; i++) {
+		const struct ynode *g = list->kind == YNODE_SEQUENCE ? list->seq.items[i] : list;
+		const char *s;
+		if (get_str(c, g, "a glob", &s))
+			q->globs[q->n_globs++] = ldup(c, s);
+	}
+}
+
+static void load_query(struct lctx *c, const struct ynode *n, struct policy_rule *r)
+{
+	if (!want_map(c, n))
+		return;
+	r->query = calloc(n->map.n ? n->map.n : 1, sizeof *r->query);
+	if (!r->query)
+		return lerr_oom(c);
+	for (size_t i = 0; i < n->map.n; i++) {
+		const struct ynode *k = n->map.pairs[i].key;
+		size_t old = kp_push(c, ".%.64s", k->scalar.value);
+		struct policy_query *q = &r->query[r->n_query++];
+		q->name = ldup(c, k->scalar.value);
+		load_query_globs(c, n->map.pairs[i].value, q);
+		kp_pop(c, old);
+	}
+}
+
+/* One REST matcher {method, path, query}. */
+static void load_matcher(struct lctx *c, const struct ynode *n, struct policy_rule *r)
+{
+	static const char *const keys[] = { "method", "path", "query", NULL };
+	if (!want_map(c, n))
+		return;
+	check_keys(c, n, keys);
+	const struct ynode *m = ynode_map_get(n, "method"), *p = ynode_map_get(n, "path");
+	const struct ynode *q = ynode_map_get(n, "query");
+	const char *s, *why;
+	size_t old = kp_push(c, ".method");
+	if (!m)
+		lerr(c, n, "required key missing (expected an HTTP method or \"*\")");
+	else if (get_str(c, m, "an HTTP method or \"*\"", &s) && !method_ok(s))
+		lerr_expected(c, m, "an HTTP method or \"*\"");
+	else if (m->kind == YNODE_SCALAR && (r->method = ldup(c, m->scalar.value)))
+		for (char *x = r->method; *x; x++)
+			if (*x >= 'a' && *x <= 'z')
+				*x = (char)(*x - 32);
+	kp_pop(c, old);
+	old = kp_push(c, ".path");
+	if (!p)
+		lerr(c, n, "required key missing (expected a path glob)");
+	else if (get_str(c, p, "a path glob", &s) && (why = glob_problem(s))) {
+		char what[96];
+		snprintf(what, sizeof what, "a path glob (this one %s)", why);
+		lerr_expected(c, p, what);
+	} else if (p->kind == YNODE_SCALAR && !ynode_is_null(p))
+		r->path = ldup(c, p->scalar.value);
+	kp_pop(c, old);
+	if (q) {
+		old = kp_push(c, ".query");
+		load_query(c, q, r);
+		kp_pop(c, old);
+	}
+}
+
+static void load_rules(struct lctx *c, const struct ynode *n, bool deny, struct policy_rule **out,
+		       size_t *count)
+{
+	static const char *const keys[] = { "allow", NULL };
+	if (!want_seq(c, n, true))
+		return;
+	if (n->seq.n > POLICY_MAX_RULES)
+		return lerr(c, n, "more than 1024 rules");
+	*out = calloc(n->seq.n, sizeof **out);
+	if (!*out)
+		return lerr_oom(c);
+	*count = n->seq.n;
+	for (size_t i = 0; i < n->seq.n; i++) {
+		const struct ynode *it = n->seq.items[i];
+		size_t old = kp_push(c, "[%zu]", i);
+		if (deny) {
+			load_matcher(c, it, &(*out)[i]);
+		} else if (want_map(c, it)) {
+			/* Allow rules wrap their matcher in `allow:` (OpenShell). */
+			check_keys(c, it, keys);
+			const struct ynode *a = ynode_map_get(it, "allow");
+			kp_push(c, ".allow");
+			if (!a)
+				lerr(c, it, "required key missing (expected a mapping)");
+			else
+				load_matcher(c, a, &(*out)[i]);
+		}
+		kp_pop(c, old);
+	}
+}
+
+static void load_enum(struct lctx *c, const struct ynode *n, const char *const names[],
+		      const char *what, int *out)
+{
+	for (int i = 0; names[i]; i++) {
+		if (ynode_scalar_eq(n, names[i])) {
+			*out = i;
+			return;
+		}
+	}
+	lerr_expected(c, n, what);
+}
+
+static void load_credential(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
+{
+	static const char *const keys[] = { "provider", NULL };
+	if (!want_map(c, n))
+		return;
+	check_keys(c, n, keys);
+	const struct ynode *p = ynode_map_get(n, "provider");
+	size_t old = kp_push(c, ".provider");
+	const char *s;
+	if (!p)
+		lerr(c, n, "required key missing (expected a provider name)");
+	else if (get_str(c, p, "a provider name", &s))
+		ep->credential_provider = ldup(c, s);
+	kp_pop(c, old);
+}
+
+static void load_field(struct lctx *c, const char *k, const struct ynode *v,
+		       struct policy_endpoint *ep)
+{
+	static const char *const protos[] = { "tcp", "rest", NULL };
+	static const char *const tls[] = { "skip", NULL };
+	static const char *const enf[] = { "enforce", "audit", NULL };
+	static const char *const acc[] = { "read-only", "read-write", "full", NULL };
+	int x = -1;
+	if (!strcmp(k, "host")) {
+		load_host(c, v, ep);
+	} else if (!strcmp(k, "port") || !strcmp(k, "ports")) {
+		load_ports(c, v, k[4] == 's', ep);
+	} else if (!strcmp(k, "allowed_ips")) {
+		load_allowed_ips(c, v, ep);
+	} else if (!strcmp(k, "protocol")) {
+		load_enum(c, v, protos, "rest or tcp", &x);
+		ep->protocol = x < 0 ? POLICY_PROTO_NONE : (enum policy_protocol)(x + 1);
+	} else if (!strcmp(k, "tls")) {
+		load_enum(c, v, tls, "skip", &x);
+		ep->tls = x < 0 ? POLICY_TLS_AUTO : POLICY_TLS_SKIP;
+	} else if (!strcmp(k, "enforcement")) {
+		load_enum(c, v, enf, "enforce or audit", &x);
+		ep->enforcement = x == 1 ? POLICY_ENF_AUDIT : POLICY_ENF_ENFORCE;
+	} else if (!strcmp(k, "access")) {
+		load_enum(c, v, acc, "read-only, read-write or full", &x);
+		ep->access = x < 0 ? POLICY_ACCESS_NONE : (enum policy_access)(x + 1);
+	} else if (!strcmp(k, "rules")) {
+		load_rules(c, v, false, &ep->rules, &ep->n_rules);
+	} else if (!strcmp(k, "deny_rules")) {
+		load_rules(c, v, true, &ep->deny_rules, &ep->n_deny);
+	} else if (!strcmp(k, "credential_binding")) {
+		load_credential(c, v, ep);
+	}
+}
+
+/* Rules between fields; each error points at the offending key. */
+static void check_combination(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
+{
+	static const char *const rest_only[] = { "enforcement", "access", "rules", "deny_rules",
+						 NULL };
+	bool rest = ynode_scalar_eq(ynode_map_get(n, "protocol"), "rest");
+	for (size_t i = 0; rest_only[i]; i++) {
+		const struct ynode *v = ynode_map_get(n, rest_only[i]);
+		if (v && !rest) {
+			size_t old = kp_push(c, ".%s", rest_only[i]);
+			lerr(c, v, "requires protocol: rest");
+			kp_pop(c, old);
+		}
+	}
+	const struct ynode *rules = ynode_map_get(n, "rules"), *acc = ynode_map_get(n, "access");
+	const struct ynode *tls = ynode_map_get(n, "tls");
+	size_t old = c->plen;
+	if (rules && acc) {
+		kp_push(c, ".rules");
+		lerr(c, rules, "cannot be combined with access (choose one)");
+	} else if (rest && !rules && !acc) {
+		kp_push(c, ".protocol");
+		lerr(c, ynode_map_get(n, "protocol"), "rest needs access or rules");
+	} else if (rest && tls && ynode_scalar_eq(tls, "skip")) {
+		kp_push(c, ".tls");
+		lerr(c, tls,
+		     "skip cannot be combined with protocol: rest (no inspection "
+		     "without terminating TLS)");
+	}
+	kp_pop(c, old);
+	if (!ynode_map_get(n, "host"))
+		lerr(c, n, "host: required key missing (expected a host name or pattern)");
+	bool has_port = ynode_map_get(n, "port"), has_ports = ynode_map_get(n, "ports");
+	if (has_port == has_ports)
+		lerr(c, n, "%s (an integer 1..65535 or a list of them)",
+		     has_port ? "port and ports cannot be combined, use one" : "port: required key missing");
+}
+
+void load_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
+{
+	static const char *const keys[] = { "host",
+					    "port",
+					    "ports",
+					    "protocol",
+					    "tls",
+					    "enforcement",
+					    "access",
+					    "rules",
+					    "deny_rules",
+					    "allowed_ips",
+					    "credential_binding",
+					    NULL };
+	if (!want_map(c, n))
+		return;
+	ep->line = n->line;
+	ep->col = n->col;
+	check_keys(c, n, keys);
+	for (size_t i = 0; i < n->map.n; i++) {
+		const char *k = n->map.pairs[i].key->scalar.value;
+		size_t old = kp_push(c, ".%s", k);
+		load_field(c, k, n->map.pairs[i].value, ep);
+		kp_pop(c, old);
+	}
+	check_combination(c, n, ep);
+}

@@ -1,0 +1,56 @@
+/* policy_load_int.h - internals shared by the policy loader's files: the
+ * loading context (file name, current key path, collected errors) and typed
+ * accessors that report "FILE:LINE:COL: key.path: expected X, got Y". */
+#ifndef OS_POLICY_LOAD_INT_H
+#define OS_POLICY_LOAD_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy.h"
+#include "yamltree.h"
+
+struct lctx {
+	const char *file;
+	struct policy_diag *diag;
+	os_error *err; /* receives the first message */
+	char path[768];
+	size_t plen;
+	bool failed;
+	bool oom;
+	size_t n_fs_paths;
+	const struct policy_limits *lim;
+	struct policy_doc *doc;
+};
+
+/* Key path: push returns the previous length to pass to kp_pop. */
+size_t kp_push(struct lctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kp_pop(struct lctx *c, size_t old);
+
+/* Records one error at node n (NULL: 1:1) under the current key path. */
+void lerr(struct lctx *c, const struct ynode *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* "expected WHAT, got <value or kind>". */
+void lerr_expected(struct lctx *c, const struct ynode *n, const char *what);
+void lerr_oom(struct lctx *c);
+
+/* Checks every key of map against allowed (NULL-terminated); errors name the key. */
+void check_keys(struct lctx *c, const struct ynode *map, const char *const allowed[]);
+
+bool want_map(struct lctx *c, const struct ynode *n);
+bool want_seq(struct lctx *c, const struct ynode *n, bool nonempty);
+/* A non-null scalar (plain or quoted); *out points into the tree. */
+bool get_str(struct lctx *c, const struct ynode *n, const char *what, const char **out);
+bool get_bool(struct lctx *c, const struct ynode *n, bool *out);
+/* A plain decimal integer in [min, max]. */
+bool get_uint(struct lctx *c, const struct ynode *n, uint64_t min, uint64_t max,
+	      const char *what, uint64_t *out);
+/* Duplicates s, recording ENOMEM. */
+char *ldup(struct lctx *c, const char *s);
+
+/* Endpoint parsing (policy_load_endpoint.c). */
+void load_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
+/* Cross-endpoint checks (policy_overlap.c): host:port overlaps must agree. */
+void check_overlaps(struct lctx *c);
+
+#endif

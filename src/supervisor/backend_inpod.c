@@ -1,0 +1,346 @@
+/* backend_inpod.c - the `inpod` isolation backend: a network namespace per
+ * sandbox, a veth pair to the supervisor, and an nftables fence inside the
+ * namespace that lets the agent reach only the proxy. The fence is committed
+ * before the agent side has an address or route; this file never opens a
+ * path out that the fence does not guard, and never forks `ip` or `nft`.
+ *
+ * Test hook (test-only): OPENSHELL_TEST_FAIL_STEP=veth|address|nftables|route
+ * makes that step's kernel request invalid so the kernel or libnftables
+ * really rejects it; the error must then name the step. It can only make
+ * attach fail, never weaken the fence. */
+#include "inpod.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "json.h"
+#include "netlink.h"
+#include "netns.h"
+#include "nflog.h"
+#include "nft.h"
+#include "parse.h"
+#include "sockowner.h"
+
+#define INPOD_RUN_DIR "/run/openshell"
+#define INPOD_LOCK_PATH INPOD_RUN_DIR "/subnets.lock"
+#define INPOD_SUBNETS 256 /* 10.200.N.0/24, N = 0..255 */
+#define LINK_READY_MS 2000
+
+bool inpod_test_fail(const char *step)
+{
+	const char *v = getenv(INPOD_TEST_FAIL_ENV);
+	return v && strcmp(v, step) == 0;
+}
+
+static int write_sysctl_in_ns(int ns_fd, const char *path, const char *value, os_error *err)
+{
+	int saved = -1;
+	if (netns_enter(ns_fd, &saved, err) < 0)
+		return -1;
+	int rc = 0;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		rc = fd_write_all(fd, value, strlen(value), err);
+		close(fd);
+	} else if (errno != ENOENT) { /* no IPv6 in this kernel: nothing to disable */
+		rc = os_error_errno(err, "opening %s", path);
+	}
+	netns_leave(saved);
+	return rc;
+}
+
+static int make_netns(struct inpod *p, os_error *err)
+{
+	if (netns_create(&p->netns_fd, err) < 0 || netns_inode(p->netns_fd, &p->netns_ino, err) < 0)
+		return -1;
+	/* Interfaces created later in the namespace get no IPv6 at all. */
+	return write_sysctl_in_ns(p->netns_fd, "/proc/sys/net/ipv6/conf/default/disable_ipv6",
+				  "1", err);
+}
+
+static int lock_subnets(int *out, os_error *err)
+{
+	if (mkdir(INPOD_RUN_DIR, 0755) < 0 && errno != EEXIST)
+		return os_error_errno(err, "creating %s", INPOD_RUN_DIR);
+	_cleanup_close_ int fd = open(INPOD_LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return os_error_errno(err, "opening %s", INPOD_LOCK_PATH);
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return os_error_errno(err, "locking %s", INPOD_LOCK_PATH);
+	*out = steal_fd(fd);
+	return 0;
+}
+
+/* Defence in depth: even on a routing host, packets arriving from the
+ * sandbox's veth are never forwarded; the supervisor side only hosts the proxy. */
+static int no_forwarding(struct inpod *p, os_error *err)
+{
+	char path[96];
+	if (str_format(path, sizeof(path), err, "/proc/sys/net/ipv4/conf/%s/forwarding",
+		       p->host_if) < 0)
+		return -1;
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return os_error_errno(err, "opening %s", path);
+	return fd_write_all(fd, "0", 1, err);
+}
+
+/* Tries subnet n: free of routes/addresses, veth name free. 1 = taken, 0 = ours. */
+static int try_subnet(struct inpod *p, unsigned n, os_error *err)
+{
+	struct in_addr net = { htonl(0x0ac80000u | n << 8) };
+	bool used = false;
+	if (nl_prefix4_in_use(p->nl_host, net, 24, &used, err) < 0)
+		return -1;
+	if (used)
+		return 1;
+	if (str_format(p->host_if, sizeof(p->host_if), err, "osb%u", n) < 0)
+		return -1;
+	const char *peer = inpod_test_fail("veth") ? "eth0/x" : INPOD_PEER_IFNAME;
+	os_error local = { 0 };
+	if (nl_veth_create(p->nl_host, p->host_if, peer, p->netns_fd, &local) < 0) {
+		if (local.code == EEXIST)
+			return 1; /* a leftover link holds the name: next subnet */
+		return os_error_set(err, local.code, "veth %s: %s", p->host_if, local.msg);
+	}
+	p->veth_created = true;
+	p->host_addr.s_addr = htonl(0x0ac80000u | n << 8 | 1);
+	p->agent_addr.s_addr = htonl(0x0ac80000u | n << 8 | 2);
+	return 0;
+}
+
+static int alloc_veth(struct inpod *p, os_error *err)
+{
+	_cleanup_close_ int lock = -1;
+	if (lock_subnets(&lock, err) < 0)
+		return -1;
+	for (unsigned n = 0; n < INPOD_SUBNETS; n++) {
+		int rc = try_subnet(p, n, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 1)
+			continue;
+		uint32_t idx = 0;
+		uint8_t plen = inpod_test_fail("address") ? 33 : 24;
+		/* The address is the claim other supervisors see: add it under the lock. */
+		if (nl_link_index(p->nl_host, p->host_if, &idx, err) < 0 ||
+		    nl_addr_add4(p->nl_host, idx, p->host_addr, plen, err) < 0 ||
+		    nl_link_up(p->nl_host, idx, err) < 0)
+			return os_error_prefix(err, "address on %s", p->host_if);
+		return no_forwarding(p, err);
+	}
+	return os_error_set(err, EADDRINUSE, "veth: all %d subnets 10.200.N.0/24 are in use",
+			    INPOD_SUBNETS);
+}
+
+static int apply_fence(struct inpod *p, os_error *err)
+{
+	char prefix[NFT_LOG_PREFIX_MAX + 1];
+	if (str_format(prefix, sizeof(prefix), err, "osb:%s ", p->id) < 0)
+		return -1;
+	struct nft_fence_spec spec = {
+		.proxy_addr = p->host_addr,
+		.proxy_port = p->proxy_port,
+		.log_prefix = prefix,
+		.nflog_group = INPOD_NFLOG_GROUP,
+		.log_rate_per_sec = 20,
+		.log_burst = 40,
+	};
+	_cleanup_json_ json_t *rules = nft_fence_ruleset(&spec, err);
+	if (!rules)
+		return -1;
+	if (inpod_test_fail("nftables")) {
+		/* A jump to a chain that does not exist: the whole batch must be refused. */
+		json_array_append_new(
+			json_object_get(rules, "nftables"),
+			json_pack("{s:{s:{s:s, s:s, s:s, s:[{s:{s:s}}]}}}", "add", "rule",
+				  "family", "inet", "table", NFT_FENCE_TABLE, "chain", "output",
+				  "expr", "jump", "target", "no-such-chain"));
+	}
+	return nft_apply(p->netns_fd, rules, err);
+}
+
+/* Agent side: lo up, address, default route via the supervisor side. */
+static int inner_net(struct inpod *p, os_error *err)
+{
+	int saved = -1;
+	if (netns_enter(p->netns_fd, &saved, err) < 0)
+		return -1;
+	struct nl_sock *nl = NULL;
+	int rc = nl_open(&nl, err);
+	netns_leave(saved);
+	if (rc < 0)
+		return -1;
+	uint32_t lo = 0, eth = 0, host = 0;
+	struct in_addr gw = p->host_addr;
+	if (inpod_test_fail("route"))
+		inet_pton(AF_INET, "192.0.2.254", &gw); /* not on-link: ENETUNREACH */
+	if (nl_link_index(nl, "lo", &lo, err) < 0 || nl_link_up(nl, lo, err) < 0)
+		rc = os_error_prefix(err, "address: loopback");
+	else if (nl_link_index(nl, INPOD_PEER_IFNAME, &eth, err) < 0 ||
+		 nl_addr_add4(nl, eth, p->agent_addr, 24, err) < 0 || nl_link_up(nl, eth, err) < 0)
+		rc = os_error_prefix(err, "address: agent side");
+	else if (nl_route_add_default4(nl, eth, gw, err) < 0)
+		rc = os_error_prefix(err, "route");
+	else if (nl_link_wait_ready(nl, eth, LINK_READY_MS, err) < 0 ||
+		 nl_link_index(p->nl_host, p->host_if, &host, err) < 0 ||
+		 nl_link_wait_ready(p->nl_host, host, LINK_READY_MS, err) < 0)
+		rc = os_error_prefix(err, "link ready");
+	nl_close(nl);
+	return rc;
+}
+
+static void inpod_teardown(void *state);
+
+static int inpod_attach_steps(struct inpod *p, os_error *err)
+{
+	if (make_netns(p, err) < 0)
+		return os_error_prefix(err, "step netns");
+	if (nl_open(&p->nl_host, err) < 0)
+		return os_error_prefix(err, "step netlink");
+	if (alloc_veth(p, err) < 0)
+		return os_error_prefix(err, "step veth");
+	/* The fence goes in while the agent side has no address and no route. */
+	if (apply_fence(p, err) < 0)
+		return os_error_prefix(err, "step nftables");
+	if (nflog_open(p->netns_fd, INPOD_NFLOG_GROUP, &p->nflog, err) < 0 ||
+	    sockowner_open(p->netns_fd, &p->owner, err) < 0)
+		return os_error_prefix(err, "step bypass monitor");
+	if (inner_net(p, err) < 0)
+		return os_error_prefix(err, "step agent network");
+	return 0;
+}
+
+static int inpod_attach(const struct backend_descriptor *d, const struct backend_context *ctx,
+			void **state, os_error *err)
+{
+	if (d->proxy_port == 0)
+		return os_error_set(err, EINVAL, "proxy port must be 1..65535");
+	struct inpod *p = calloc(1, sizeof(*p));
+	if (!p)
+		return os_error_set(err, ENOMEM, "out of memory");
+	p->netns_fd = -1;
+	p->agent_pidfd = -1;
+	p->proxy_port = d->proxy_port;
+	if (ctx)
+		p->ctx = *ctx;
+	if (str_copy(p->id, sizeof(p->id), d->sandbox_id, err) < 0 ||
+	    str_copy(p->launcher, sizeof(p->launcher), d->launcher ? d->launcher : "", err) < 0 ||
+	    inpod_attach_steps(p, err) < 0) {
+		inpod_teardown(p);
+		return -1;
+	}
+	*state = p;
+	return 0;
+}
+
+static int inpod_proxy_endpoint(void *state, struct sockaddr_storage *addr, socklen_t *len)
+{
+	struct inpod *p = state;
+	struct sockaddr_in *sin = (struct sockaddr_in *)addr;
+	memset(addr, 0, sizeof(*addr));
+	sin->sin_family = AF_INET;
+	sin->sin_addr = p->host_addr;
+	sin->sin_port = htons(p->proxy_port);
+	*len = sizeof(*sin);
+	return 0;
+}
+
+static void iso8601_now(char *buf, size_t cap)
+{
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	if (strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		buf[0] = '\0';
+	size_t n = strlen(buf);
+	snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
+/* One bypass attempt -> one audit record. */
+static void on_bypass(const struct nflog_packet *pkt, void *data)
+{
+	struct inpod *p = data;
+	char binary[PATH_MAX] = "";
+	pid_t pid = 0;
+	os_error err = { 0 };
+	int found = sockowner_lookup(p->owner, pkt, &pid, binary, sizeof(binary), &err);
+	char ts[48];
+	iso8601_now(ts, sizeof(ts));
+	const char *proto = nflog_proto_name(pkt->proto);
+	_cleanup_json_ json_t *rec = json_pack(
+		"{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "time", ts, "event", "bypass",
+		"sandbox", p->id, "proto", proto ? json_string(proto) : json_integer(pkt->proto),
+		"dst", pkt->family ? json_string(pkt->dst) : json_null(), "dport",
+		pkt->has_ports ? json_integer(pkt->dport) : json_null(), "uid",
+		pkt->has_uid ? json_integer(pkt->uid) : json_null(), "pid",
+		found == 1 ? json_integer(pid) : json_null(), "binary",
+		found == 1 && binary[0] ? json_string(binary) : json_null());
+	if (rec && p->ctx.audit)
+		p->ctx.audit(p->ctx.audit_user, rec);
+}
+
+static int inpod_event_fd(void *state)
+{
+	struct inpod *p = state;
+	return p->nflog ? nflog_fd(p->nflog) : -1;
+}
+
+static int inpod_dispatch(void *state, os_error *err)
+{
+	struct inpod *p = state;
+	if (!p->nflog)
+		return 0;
+	return nflog_drain(p->nflog, on_bypass, p, &p->lost_records, err);
+}
+
+static void inpod_teardown(void *state)
+{
+	struct inpod *p = state;
+	if (!p)
+		return;
+	inpod_stop_agent(p);
+	nflog_close(p->nflog);
+	sockowner_close(p->owner);
+	/* Unregistering a netdev waits for RCU grace periods (~15 ms). When no
+	 * workload ever ran, our fds are the namespace's only references, so
+	 * closing them lets the kernel destroy the namespace and both veth ends
+	 * in its batched cleanup. Once an agent has run, delete the veth now:
+	 * a straggler must not keep a link to the supervisor alive. */
+	if (p->veth_created && p->nl_host && p->agent_pid > 0) {
+		bool deleted;
+		os_error err = { 0 };
+		/* Deleting our end takes the peer (inside the namespace) with it. */
+		if (nl_link_delete(p->nl_host, p->host_if, &deleted, &err) < 0)
+			fprintf(stderr, "inpod teardown: %s\n", err.msg);
+	}
+	nl_close(p->nl_host);
+	if (p->netns_fd >= 0)
+		close(p->netns_fd); /* the last reference: the namespace and its rules go */
+	free(p);
+}
+
+const struct backend_ops backend_inpod_ops = {
+	.name = "inpod",
+	.attach = inpod_attach,
+	.proxy_endpoint = inpod_proxy_endpoint,
+	.confirm = inpod_confirm,
+	.start_agent = inpod_start_agent,
+	.agent_fd = inpod_agent_fd,
+	.reap_agent = inpod_reap_agent,
+	.event_fd = inpod_event_fd,
+	.dispatch = inpod_dispatch,
+	.teardown = inpod_teardown,
+};

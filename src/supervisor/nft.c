@@ -1,0 +1,167 @@
+/* nft.c - build the fence as libnftables JSON and commit it atomically
+ * inside the sandbox namespace. Values enter the document as JSON strings
+ * and numbers, so nothing a caller passes can change the rule structure. */
+#include "nft.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <nftables/libnftables.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "json.h"
+#include "netns.h"
+
+static json_t *cmd_add(const char *kind, json_t *obj)
+{
+	return json_pack("{s:{s:o}}", "add", kind, obj);
+}
+
+static json_t *chain(const char *name, const char *hook)
+{
+	return cmd_add("chain", json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "family", "inet",
+					  "table", NFT_FENCE_TABLE, "name", name, "type",
+					  "filter", "hook", hook, "prio", 0, "policy", "drop"));
+}
+
+/* A rule is a chain name plus a list of expressions (stolen). */
+static json_t *rule(const char *chain_name, json_t *exprs)
+{
+	return cmd_add("rule", json_pack("{s:s, s:s, s:s, s:o}", "family", "inet", "table",
+					 NFT_FENCE_TABLE, "chain", chain_name, "expr", exprs));
+}
+
+static json_t *match_meta(const char *key, json_t *right)
+{
+	return json_pack("{s:{s:s, s:{s:{s:s}}, s:o}}", "match", "op", "==", "left", "meta", "key",
+			 key, "right", right);
+}
+
+static json_t *match_ct_reply(void)
+{
+	return json_pack("{s:{s:s, s:{s:{s:s}}, s:[s,s]}}", "match", "op", "in", "left", "ct",
+			 "key", "state", "right", "established", "related");
+}
+
+static json_t *match_payload(const char *proto, const char *field, json_t *right)
+{
+	return json_pack("{s:{s:s, s:{s:{s:s, s:s}}, s:o}}", "match", "op", "==", "left",
+			 "payload", "protocol", proto, "field", field, "right", right);
+}
+
+static json_t *verdict(const char *v)
+{
+	return json_pack("{s:n}", v);
+}
+
+static json_t *output_rules(const struct nft_fence_spec *spec, const char *proxy)
+{
+	json_t *r = json_array();
+	json_array_append_new(r, rule("output", json_pack("[o,o]", match_meta("oifname",
+									     json_string("lo")),
+							  verdict("accept"))));
+	json_array_append_new(r, rule("output", json_pack("[o,o]", match_ct_reply(),
+							  verdict("accept"))));
+	json_array_append_new(
+		r, rule("output",
+			json_pack("[o,o,o]",
+				  match_payload("ip", "daddr", json_string(proxy)),
+				  match_payload("tcp", "dport", json_integer(spec->proxy_port)),
+				  verdict("accept"))));
+	json_array_append_new(
+		r, rule("output", json_pack("[{s:{s:i, s:s, s:i}}, {s:{s:s, s:i}}]", "limit",
+					    "rate", (json_int_t)spec->log_rate_per_sec, "per",
+					    "second", "burst", (json_int_t)spec->log_burst, "log",
+					    "prefix", spec->log_prefix, "group",
+					    (json_int_t)spec->nflog_group)));
+	json_array_append_new(r, rule("output", json_pack("[o,{s:{s:s}}]",
+							  match_meta("l4proto", json_string("tcp")),
+							  "reject", "type", "tcp reset")));
+	json_array_append_new(r, rule("output",
+				      json_pack("[o,{s:{s:s, s:s}}]",
+						match_meta("l4proto", json_string("udp")), "reject",
+						"type", "icmpx", "expr", "port-unreachable")));
+	json_array_append_new(r, rule("output", json_pack("[o]", verdict("drop"))));
+	return r;
+}
+
+static json_t *input_rules(void)
+{
+	json_t *r = json_array();
+	json_array_append_new(r, rule("input", json_pack("[o,o]", match_meta("iifname",
+									    json_string("lo")),
+							 verdict("accept"))));
+	json_array_append_new(r, rule("input", json_pack("[o,o]", match_ct_reply(),
+							 verdict("accept"))));
+	json_array_append_new(r, rule("input", json_pack("[o]", verdict("drop"))));
+	return r;
+}
+
+json_t *nft_fence_ruleset(const struct nft_fence_spec *spec, os_error *err)
+{
+	if (!spec->log_prefix || strlen(spec->log_prefix) > NFT_LOG_PREFIX_MAX)
+		return os_error_set(err, EINVAL, "nft fence: log prefix missing or over %d bytes",
+				    NFT_LOG_PREFIX_MAX),
+		       NULL;
+	if (spec->proxy_port == 0 || spec->log_rate_per_sec == 0)
+		return os_error_set(err, EINVAL, "nft fence: proxy port and log rate must be > 0"),
+		       NULL;
+	char proxy[INET_ADDRSTRLEN];
+	if (!inet_ntop(AF_INET, &spec->proxy_addr, proxy, sizeof(proxy)))
+		return os_error_errno(err, "nft fence: proxy address"), NULL;
+	_cleanup_json_ json_t *cmds = json_pack(
+		"[o,o,o,o]",
+		cmd_add("table", json_pack("{s:s, s:s}", "family", "inet", "name", NFT_FENCE_TABLE)),
+		chain("output", "output"), chain("input", "input"), chain("forward", "forward"));
+	_cleanup_json_ json_t *out = output_rules(spec, proxy);
+	_cleanup_json_ json_t *in = input_rules();
+	if (!cmds || !out || !in || json_array_size(out) != 7 || json_array_size(in) != 3 ||
+	    json_array_extend(cmds, out) < 0 || json_array_extend(cmds, in) < 0)
+		return os_error_set(err, ENOMEM, "nft fence: building the ruleset failed"), NULL;
+	return json_pack("{s:O}", "nftables", cmds);
+}
+
+/* Runs one nft command document inside ns_fd; *output gets the JSON reply. */
+static int nft_run(int ns_fd, const char *doc, char **output, const char *what, os_error *err)
+{
+	int saved = -1;
+	if (netns_enter(ns_fd, &saved, err) < 0)
+		return os_error_prefix(err, "nftables %s", what);
+	int rc = -1;
+	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (!ctx) {
+		os_error_set(err, ENOMEM, "nftables %s: nft_ctx_new failed", what);
+		goto out;
+	}
+	/* The JSON output flag also makes libnftables parse its input as JSON. */
+	nft_ctx_output_set_flags(ctx, NFT_CTX_OUTPUT_JSON);
+	nft_ctx_buffer_output(ctx);
+	nft_ctx_buffer_error(ctx);
+	if (nft_run_cmd_from_buffer(ctx, doc) != 0) {
+		const char *msg = nft_ctx_get_error_buffer(ctx);
+		os_error_set(err, EPROTO, "nftables %s rejected: %s", what,
+			     msg && *msg ? msg : "(no message)");
+		goto out;
+	}
+	if (output) {
+		*output = strdup(nft_ctx_get_output_buffer(ctx));
+		if (!*output) {
+			os_error_set(err, ENOMEM, "nftables %s: out of memory", what);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (ctx)
+		nft_ctx_free(ctx);
+	netns_leave(saved);
+	return rc;
+}
+
+int nft_apply(int ns_fd, const json_t *ruleset, os_error *err)
+{
+	_cleanup_free_ char *doc = json_to_string(ruleset);
+	if (!doc)
+		return os_error_set(err, ENOMEM, "nftables: serialising the ruleset");
+	return nft_run(ns_fd, doc, NULL, "transaction", err);
+}

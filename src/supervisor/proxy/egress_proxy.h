@@ -1,0 +1,56 @@
+/* egress_proxy.h - the egress proxy inside openshell-supervisor: every byte that
+ * leaves a sandbox passes here. CONNECT and absolute-form http:// requests on
+ * the boundary's proxy address; identity from the kernel, the policy
+ * generation current at arrival, SSRF checks on every resolved address,
+ * TLS termination where L7 rules or credentials apply, splice() otherwise.
+ * It never aborts on peer input and never logs a secret or a query string. */
+#ifndef OS_EGRESS_PROXY_H
+#define OS_EGRESS_PROXY_H
+
+#include <openssl/ssl.h>
+#include <stdint.h>
+
+#include "audit.h"
+#include "credentials.h"
+#include "error.h"
+#include "identity.h"
+#include "loop.h"
+#include "policy.h"
+#include "resolver.h"
+#include "tls_ca.h"
+
+struct inference_routes;
+
+struct proxy_limits {
+	unsigned max_conns; /* per sandbox; over it new ones are refused */
+	unsigned head_timeout_ms; /* whole request head must arrive within (slowloris) */
+	unsigned idle_timeout_ms; /* no byte either way */
+	unsigned connect_timeout_ms;
+	size_t buf_cap; /* per direction buffer cap */
+};
+
+struct proxy_config {
+	int listen_fd; /* bound, listening, non-blocking; the proxy owns it */
+	const char *sandbox_id;
+	struct policy_holder *policy;
+	struct identity_ctx *identity; /* NULL: identity unknown -> binary rules deny */
+	struct resolver *resolver;
+	struct audit *audit;
+	struct tls_ca *ca; /* NULL: no TLS termination (L7 endpoints denied) */
+	SSL_CTX *upstream_tls; /* client context for upstream TLS */
+	struct credentials *creds; /* may be NULL */
+	struct inference_routes *inference; /* may be NULL: inference.local denied */
+	struct proxy_limits limits;
+};
+
+struct proxy;
+
+void proxy_limits_default(struct proxy_limits *l);
+int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out, os_error *err);
+/* Call after policy_holder_swap: tunnels whose decision changed are closed;
+ * kept-alive connections judge their next request by the new generation. */
+void proxy_policy_changed(struct proxy *p);
+unsigned proxy_conn_count(const struct proxy *p);
+void proxy_free(struct proxy *p);
+
+#endif

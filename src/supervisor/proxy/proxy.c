@@ -1,0 +1,371 @@
+/* proxy.c - listener, connection lifecycle and the I/O pump of the egress
+ * proxy (see proxy.h). Every event leads to conn_step(), which advances the
+ * connection's state machine until it would block. */
+#include "egress_proxy.h"
+
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proxy_internal.h"
+
+struct proxy {
+	struct loop *loop;
+	struct proxy_config cfg;
+	struct loop_io *lio;
+	struct conn *conns;
+	unsigned n_conns;
+	uint64_t serial; /* bumped by proxy_policy_changed */
+};
+
+void proxy_limits_default(struct proxy_limits *l)
+{
+	l->max_conns = 4096;
+	l->head_timeout_ms = 10000;
+	l->idle_timeout_ms = 300000;
+	l->connect_timeout_ms = 10000;
+	l->buf_cap = 256 * 1024;
+}
+
+const struct proxy_config *proxy_cfg(const struct proxy *p)
+{
+	return &p->cfg;
+}
+
+struct loop *proxy_loop(const struct proxy *p)
+{
+	return p->loop;
+}
+
+struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial)
+{
+	if (serial)
+		*serial = p->serial;
+	return policy_holder_acquire(p->cfg.policy);
+}
+
+unsigned proxy_conn_count(const struct proxy *p)
+{
+	return p->n_conns;
+}
+
+static void conn_free(struct loop *l, void *data)
+{
+	struct conn *c = data;
+	buf_free(&c->cin);
+	buf_free(&c->cout);
+	buf_free(&c->uin);
+	buf_free(&c->uout);
+	free(c->id);
+	free(c);
+}
+
+void conn_close(struct conn *c)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	struct proxy *p = c->proxy;
+	if (c->query)
+		resolver_cancel(c->query);
+	if (c->cio)
+		loop_io_remove(c->cio);
+	if (c->uio)
+		loop_io_remove(c->uio);
+	if (c->timer)
+		loop_timer_remove(c->timer);
+	stream_close(&c->client);
+	stream_close(&c->upstream);
+	for (int d = 0; d < 2; d++)
+		for (int e = 0; e < 2; e++)
+			if (c->pipes[d][e] >= 0)
+				close(c->pipes[d][e]);
+	if (c->gen)
+		policy_unref(c->gen);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		p->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	p->n_conns--;
+	/* Callers up the stack still hold c: free it on the next iteration. */
+	if (loop_defer(p->loop, conn_free, c, NULL, NULL) < 0)
+		log_error("proxy: leaking a connection record (defer failed)");
+}
+
+static unsigned side_interest(const struct stream *s, bool want_in, bool want_out)
+{
+	unsigned ev = (want_in ? LOOP_IN : 0) | (want_out ? LOOP_OUT : 0);
+	if (s->ssl && (want_in || want_out) && s->want)
+		ev |= s->want; /* TLS may need the other direction to progress */
+	return ev;
+}
+
+void conn_update_interest(struct conn *c)
+{
+	if (c->dead)
+		return;
+	size_t cap = c->proxy->cfg.limits.buf_cap;
+	bool cin_room = c->cin.len<cap, cout_busy = c->cout.len> 0;
+	bool uin_room = c->uin.len<cap, uout_busy = c->uout.len> 0;
+	bool c_in = false, c_out = cout_busy, u_in = false, u_out = uout_busy;
+	switch (c->state) {
+	case ST_HEAD:
+		c_in = cin_room && !cout_busy;
+		break;
+	case ST_RESOLVING:
+		break;
+	case ST_CONNECTING:
+		u_out = true;
+		break;
+	case ST_TLS_ACCEPT:
+		c_in = !cout_busy;
+		break;
+	case ST_TLS_CONNECT:
+		u_in = true;
+		break;
+	case ST_TUNNEL:
+		c_in = c->piped[0] == 0 && !c->half_closed[0];
+		u_out = u_out || c->piped[0] > 0;
+		u_in = c->piped[1] == 0 && !c->half_closed[1];
+		c_out = c_out || c->piped[1] > 0;
+		break;
+	case ST_FORWARD:
+		c_in = cin_room && c->req_body.state != BODY_DONE;
+		u_in = uin_room;
+		break;
+	case ST_CLOSING:
+		break;
+	}
+	if (c->cio)
+		loop_io_modify(c->cio, side_interest(&c->client, c_in, c_out), NULL);
+	if (c->uio)
+		loop_io_modify(c->uio, side_interest(&c->upstream, u_in, u_out), NULL);
+}
+
+/* Writes as much of b as the stream takes. -1 on a dead peer. */
+static int flush(struct stream *s, struct buf *b)
+{
+	while (b->len > 0) {
+		ssize_t n = stream_write(s, b->data, b->len);
+		if (n == STREAM_AGAIN)
+			return 0;
+		if (n <= 0)
+			return -1;
+		buf_consume(b, (size_t)n);
+	}
+	return 0;
+}
+
+struct progress {
+	int state;
+	size_t a, b, d, e, f, g;
+};
+
+static void snapshot(const struct conn *c, struct progress *s)
+{
+	*s = (struct progress){ c->state,    c->cin.len,  c->cout.len, c->uin.len,
+				c->uout.len, c->piped[0], c->piped[1] };
+}
+
+static void step_once(struct conn *c)
+{
+	if (flush(&c->client, &c->cout) < 0 || (c->upstream.fd >= 0 && c->state != ST_CONNECTING &&
+						flush(&c->upstream, &c->uout) < 0)) {
+		conn_close(c);
+		return;
+	}
+	switch (c->state) {
+	case ST_HEAD:
+		request_head_step(c);
+		break;
+	case ST_RESOLVING:
+		break;
+	case ST_CONNECTING:
+		upstream_connect_step(c);
+		break;
+	case ST_TLS_ACCEPT:
+		tls_accept_step(c);
+		break;
+	case ST_TLS_CONNECT:
+		tls_connect_step(c);
+		break;
+	case ST_TUNNEL:
+		tunnel_step(c);
+		break;
+	case ST_FORWARD:
+		forward_step(c);
+		break;
+	case ST_CLOSING:
+		if (c->cout.len == 0)
+			conn_close(c);
+		break;
+	}
+}
+
+void conn_step(struct conn *c)
+{
+	struct progress before, after;
+	bool moved = false;
+	for (int i = 0; i < 64 && !c->dead; i++) {
+		snapshot(c, &before);
+		step_once(c);
+		if (c->dead)
+			return;
+		snapshot(c, &after);
+		if (memcmp(&before, &after, sizeof before) == 0)
+			break;
+		moved = true;
+	}
+	if (c->dead)
+		return;
+	if (moved) {
+		const struct proxy_limits *lim = &c->proxy->cfg.limits;
+		unsigned ms = c->state == ST_HEAD && c->mode == MODE_NONE ? lim->head_timeout_ms
+									  : lim->idle_timeout_ms;
+		loop_timer_set(c->timer, ms, 0, NULL);
+	}
+	conn_update_interest(c);
+}
+
+static void on_conn_io(struct loop *l, struct loop_io *w, int fd, unsigned events, void *data)
+{
+	struct conn *c = data;
+	if ((events & (LOOP_ERR)) && c->state != ST_CONNECTING) {
+		conn_close(c);
+		return;
+	}
+	conn_step(c);
+}
+
+static void on_conn_timer(struct loop *l, struct loop_timer *t, void *data)
+{
+	struct conn *c = data;
+	if (c->state == ST_HEAD && c->mode == MODE_NONE && c->cin.len > 0) {
+		reply_error(c, 408, "request_timeout", "request head not received in time",
+			    "head_timeout");
+		conn_step(c);
+		return;
+	}
+	audit_decision(c, "connect", "deny", "idle_timeout", NULL, NULL, NULL);
+	conn_close(c);
+}
+
+int conn_add_upstream_watch(struct conn *c, os_error *err);
+int conn_add_upstream_watch(struct conn *c, os_error *err)
+{
+	return loop_io_add(c->proxy->loop, c->upstream.fd, LOOP_OUT, 0, on_conn_io, c, &c->uio,
+			   err);
+}
+
+static void accept_one(struct proxy *p, int fd, const struct sockaddr_storage *peer)
+{
+	struct conn *c = calloc(1, sizeof *c);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->proxy = p;
+	c->peer = *peer;
+	socklen_t len = sizeof c->local;
+	getsockname(fd, (struct sockaddr *)&c->local, &len);
+	stream_init(&c->client, fd);
+	stream_init(&c->upstream, -1);
+	for (int d = 0; d < 2; d++)
+		c->pipes[d][0] = c->pipes[d][1] = -1;
+	size_t cap = p->cfg.limits.buf_cap;
+	buf_init(&c->cin, cap);
+	buf_init(&c->cout, cap);
+	buf_init(&c->uin, cap);
+	buf_init(&c->uout, cap);
+	http_parser_init(&c->parser, NULL);
+	http_parser_init(&c->rparser, NULL);
+	c->next = p->conns;
+	if (p->conns)
+		p->conns->prev = c;
+	p->conns = c;
+	p->n_conns++;
+	if (loop_io_add(p->loop, fd, LOOP_IN, 0, on_conn_io, c, &c->cio, NULL) < 0 ||
+	    loop_timer_add(p->loop, p->cfg.limits.head_timeout_ms, 0, on_conn_timer, c, &c->timer,
+			   NULL) < 0) {
+		conn_close(c);
+		return;
+	}
+	if (p->n_conns > p->cfg.limits.max_conns) {
+		reply_error(c, 503, "too_many_connections",
+			    "connection limit of this sandbox reached", "conn_limit");
+		conn_step(c);
+	}
+}
+
+static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned events, void *data)
+{
+	struct proxy *p = data;
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage peer;
+		socklen_t len = sizeof peer;
+		int fd = accept4(lfd, (struct sockaddr *)&peer, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				log_warn("proxy: accept: %s", strerror(errno));
+			return;
+		}
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		accept_one(p, fd, &peer);
+	}
+}
+
+int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out, os_error *err)
+{
+	struct proxy *p = calloc(1, sizeof *p);
+	if (!p)
+		return os_error_set(err, ENOMEM, "out of memory");
+	p->loop = l;
+	p->cfg = *cfg;
+	if (!p->cfg.limits.buf_cap)
+		proxy_limits_default(&p->cfg.limits);
+	if (loop_io_add(l, cfg->listen_fd, LOOP_IN, 0, on_accept, p, &p->lio, err) < 0) {
+		free(p);
+		return os_error_prefix(err, "watching the proxy listener");
+	}
+	*out = p;
+	return 0;
+}
+
+void proxy_policy_changed(struct proxy *p)
+{
+	p->serial++;
+	struct policy_gen *g = policy_holder_acquire(p->cfg.policy);
+	for (struct conn *c = p->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->mode != MODE_TUNNEL || !c->id)
+			continue;
+		/* Re-judge the tunnel under the new generation; close it if the answer changed. */
+		struct policy_decision d;
+		policy_decide_connect(g, c->host, c->port, c->chain, c->n_chain, &d);
+		if (d.verdict == POLICY_DENY) {
+			audit_decision(c, "connect", "deny", policy_reason_name(d.reason), NULL,
+				       NULL, "tunnel closed by a policy update");
+			conn_close(c);
+		}
+	}
+	policy_unref(g);
+}
+
+void proxy_free(struct proxy *p)
+{
+	if (!p)
+		return;
+	while (p->conns)
+		conn_close(p->conns);
+	if (p->lio)
+		loop_io_remove(p->lio);
+	close(p->cfg.listen_fd);
+	free(p);
+}

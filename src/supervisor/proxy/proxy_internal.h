@@ -1,0 +1,120 @@
+/* proxy_internal.h - the connection state shared by the proxy's files.
+ * One struct conn per accepted agent connection; all progress is made by
+ * conn_step(), which runs after any event and advances as far as it can. */
+#ifndef OS_PROXY_INTERNAL_H
+#define OS_PROXY_INTERNAL_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+
+#include "buf.h"
+#include "http.h"
+#include "egress_proxy.h"
+#include "stream.h"
+
+enum conn_state {
+	ST_HEAD, /* reading a request head from the agent */
+	ST_RESOLVING, /* waiting for DNS */
+	ST_CONNECTING, /* upstream TCP connect in progress */
+	ST_TLS_ACCEPT, /* terminating the agent's TLS after CONNECT */
+	ST_TLS_CONNECT, /* TLS to the upstream */
+	ST_TUNNEL, /* opaque relay (splice) */
+	ST_FORWARD, /* one HTTP exchange in flight */
+	ST_CLOSING, /* flushing a final answer, then close */
+};
+
+enum conn_mode {
+	MODE_NONE,
+	MODE_TUNNEL, /* CONNECT, L4 only */
+	MODE_MITM, /* CONNECT, TLS terminated, each request judged */
+	MODE_HTTP, /* absolute-form http:// requests */
+};
+
+enum body_state { BODY_DONE, BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
+
+struct body {
+	enum body_state state;
+	uint64_t remaining;
+	struct http_chunked chunked;
+};
+
+struct proxy;
+
+struct conn {
+	struct proxy *proxy;
+	struct conn *prev, *next;
+	enum conn_state state;
+	enum conn_mode mode;
+	struct stream client, upstream;
+	struct loop_io *cio, *uio;
+	struct loop_timer *timer;
+	struct buf cin, cout, uin, uout;
+	struct http_parser parser; /* request heads from the agent */
+	struct http_parser rparser; /* response heads from the upstream */
+	bool dead; /* closed; freed by a deferred call */
+	struct sockaddr_storage peer, local;
+	struct identity *id; /* resolved once per connection */
+	const char *chain[IDENTITY_CHAIN_MAX]; /* pointers into id->chain */
+	size_t n_chain;
+	bool id_failed;
+	const char *id_reason;
+	struct policy_gen *gen; /* generation that admitted the tunnel/connection */
+	uint64_t gen_serial;
+	/* destination */
+	char host[256];
+	uint16_t port;
+	const struct policy_endpoint *ep;
+	char policy_name[128];
+	char dst[64];
+	struct resolver_query *query;
+	struct ip_addr addrs[RESOLVER_ADDRS_MAX];
+	size_t n_addrs, next_addr;
+	bool tls_upstream;
+	bool inference;
+	/* inference: the configured backend, when it differs from host:port */
+	char up_host[256];
+	uint16_t up_port;
+	bool up_tls;
+	/* current exchange */
+	bool req_is_head, client_close, upstream_close, resp_head_done;
+	struct body req_body, resp_body;
+	/* splice pipes: [0] agent->upstream, [1] upstream->agent */
+	int pipes[2][2];
+	size_t piped[2];
+	bool half_closed[2];
+};
+
+/* proxy.c */
+void conn_close(struct conn *c);
+void conn_update_interest(struct conn *c);
+void conn_step(struct conn *c);
+struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial);
+const struct proxy_config *proxy_cfg(const struct proxy *p);
+struct loop *proxy_loop(const struct proxy *p);
+
+/* proxy_reply.c: answers to the agent, each with an audit record */
+void reply_error(struct conn *c, int status, const char *error, const char *detail,
+		 const char *reason);
+void reply_policy_denied(struct conn *c, const struct policy_decision *d, const char *method,
+			 const char *path);
+void audit_decision(struct conn *c, const char *event, const char *decision, const char *reason,
+		    const char *method, const char *path, const char *detail);
+
+/* proxy_request.c */
+void request_head_step(struct conn *c);
+
+/* proxy_upstream.c */
+void upstream_start(struct conn *c);
+void upstream_connect_step(struct conn *c);
+void tls_accept_step(struct conn *c);
+void tls_connect_step(struct conn *c);
+
+/* proxy_relay.c */
+int tunnel_start(struct conn *c);
+void tunnel_step(struct conn *c);
+void forward_step(struct conn *c);
+int body_init_request(struct body *b, const struct http_request *req, os_error *err);
+/* Moves framed body bytes from in to out; returns <0 on a framing error. */
+int body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err);
+
+#endif

@@ -1,0 +1,209 @@
+/* proxy_main.c - `openshell-proxy`: the egress proxy alone on a loopback
+ * address, for tests and benchmarks (the supervisor embeds the same library
+ * behind its isolation backend). SIGHUP reloads the policy file: an invalid
+ * file never replaces the running policy. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "egress_proxy.h"
+#include "http.h"
+#include "inference.h"
+#include "log.h"
+#include "parse.h"
+
+struct opts {
+	const char *listen, *policy, *hosts, *dns, *upstream_ca, *ca_dir, *creds, *inference;
+	const char *audit_log, *sandbox_id;
+	long identity_pid;
+	unsigned max_conns;
+};
+
+struct state {
+	struct opts o;
+	struct policy_holder *holder;
+	struct proxy *proxy;
+	struct audit *audit;
+};
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: openshell-proxy --listen HOST:PORT --policy FILE [--identity-pid PID]\n"
+		"         [--hosts FILE] [--dns IP[:PORT],...] [--upstream-ca FILE] [--ca-dir "
+		"DIR]\n"
+		"         [--credentials FILE] [--inference FILE] [--audit-log FILE]\n"
+		"         [--sandbox-id ID] [--max-conns N]\n");
+}
+
+static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
+{
+	o->sandbox_id = "standalone";
+	o->identity_pid = -1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char **slot = !strcmp(a, "--listen")	  ? &o->listen
+				    : !strcmp(a, "--policy")	  ? &o->policy
+				    : !strcmp(a, "--hosts")	  ? &o->hosts
+				    : !strcmp(a, "--dns")	  ? &o->dns
+				    : !strcmp(a, "--upstream-ca") ? &o->upstream_ca
+				    : !strcmp(a, "--ca-dir")	  ? &o->ca_dir
+				    : !strcmp(a, "--credentials") ? &o->creds
+				    : !strcmp(a, "--inference")	  ? &o->inference
+				    : !strcmp(a, "--audit-log")	  ? &o->audit_log
+				    : !strcmp(a, "--sandbox-id")  ? &o->sandbox_id
+								  : NULL;
+		uint64_t n;
+		if (!v)
+			return os_error_set(err, EINVAL, "%s needs a value", a);
+		if (slot) {
+			*slot = v;
+		} else if (!strcmp(a, "--identity-pid")) {
+			if (parse_u64_str(v, 1, INT32_MAX, &n, err) < 0)
+				return os_error_prefix(err, "--identity-pid");
+			o->identity_pid = (long)n;
+		} else if (!strcmp(a, "--max-conns")) {
+			if (parse_u64_str(v, 1, 1000000, &n, err) < 0)
+				return os_error_prefix(err, "--max-conns");
+			o->max_conns = (unsigned)n;
+		} else {
+			return os_error_set(err, EINVAL, "unknown option %s", a);
+		}
+		i++;
+	}
+	if (!o->listen || !o->policy)
+		return os_error_set(err, EINVAL, "--listen and --policy are required");
+	return 0;
+}
+
+static int listen_on(const char *spec, os_error *err)
+{
+	struct http_authority a;
+	if (http_parse_authority(spec, strlen(spec), 0, true, &a, err) < 0)
+		return os_error_prefix(err, "--listen %s", spec);
+	char host[64];
+	if (a.host.len >= sizeof host)
+		return os_error_set(err, EINVAL, "--listen host too long");
+	memcpy(host, a.host.p, a.host.len);
+	host[a.host.len] = '\0';
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(a.port) };
+	if (inet_pton(AF_INET, host, &in.sin_addr) != 1)
+		return os_error_set(err, EINVAL, "--listen needs an IPv4 address, got %s", host);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    bind(fd, (void *)&in, sizeof in) < 0 || listen(fd, 1024) < 0) {
+		os_error_errno(err, "listening on %s", spec);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	socklen_t len = sizeof in;
+	getsockname(fd, (void *)&in, &len);
+	printf("listening on %s:%u\n", host, ntohs(in.sin_port));
+	fflush(stdout);
+	return fd;
+}
+
+static struct policy_gen *load_policy(const char *path, os_error *err)
+{
+	struct policy_doc *doc;
+	if (policy_load_file(path, &doc, NULL, err) < 0)
+		return NULL;
+	return policy_compile(doc, err);
+}
+
+static void on_hup(struct loop *l, struct loop_signal *s, const struct signalfd_siginfo *i,
+		   void *data)
+{
+	struct state *st = data;
+	os_error err = { 0 };
+	struct policy_gen *g = load_policy(st->o.policy, &err);
+	struct audit_record r = { .event = "policy", .uid = -1 };
+	if (!g) {
+		r.decision = "deny";
+		r.reason = "policy_invalid";
+		r.detail = err.msg;
+		log_warn("policy reload refused, keeping the running policy: %s", err.msg);
+	} else {
+		policy_holder_swap(st->holder, g);
+		proxy_policy_changed(st->proxy);
+		r.decision = "allow";
+		r.reason = "policy_loaded";
+	}
+	audit_write(st->audit, &r);
+}
+
+static void on_term(struct loop *l, struct loop_signal *s, const struct signalfd_siginfo *i,
+		    void *data)
+{
+	loop_stop(l);
+}
+
+static int run(struct state *st, os_error *err)
+{
+	struct opts *o = &st->o;
+	struct loop *l;
+	if (loop_new(&l, err) < 0)
+		return -1;
+	struct proxy_config cfg = { .sandbox_id = o->sandbox_id };
+	proxy_limits_default(&cfg.limits);
+	if (o->max_conns)
+		cfg.limits.max_conns = o->max_conns;
+	struct policy_gen *g = load_policy(o->policy, err);
+	if (!g)
+		return -1;
+	st->holder = policy_holder_new(g);
+	struct resolver_config rc = { .dns_servers = o->dns, .hosts_file = o->hosts };
+	if (audit_open(o->audit_log, o->sandbox_id, &st->audit, err) < 0 ||
+	    resolver_new(l, &rc, &cfg.resolver, err) < 0 ||
+	    (o->identity_pid > 0 &&
+	     identity_ctx_new((pid_t)o->identity_pid, &cfg.identity, err) < 0) ||
+	    (o->creds && credentials_load(o->creds, &cfg.creds, err) < 0) ||
+	    (o->inference && inference_routes_load(o->inference, &cfg.inference, err) < 0))
+		return -1;
+	if (o->ca_dir) {
+		char ca[4096], bundle[4096];
+		snprintf(ca, sizeof ca, "%s/ca.pem", o->ca_dir);
+		snprintf(bundle, sizeof bundle, "%s/bundle.pem", o->ca_dir);
+		if (tls_ca_new(o->sandbox_id, &cfg.ca, err) < 0 ||
+		    tls_ca_write_files(cfg.ca, ca, bundle, NULL, err) < 0)
+			return -1;
+	}
+	if (!(cfg.upstream_tls = tls_client_ctx_new(o->upstream_ca, err)))
+		return -1;
+	cfg.audit = st->audit;
+	cfg.policy = st->holder;
+	if ((cfg.listen_fd = listen_on(o->listen, err)) < 0 ||
+	    proxy_new(l, &cfg, &st->proxy, err) < 0)
+		return -1;
+	if (loop_signal_add(l, SIGHUP, on_hup, st, NULL, err) < 0 ||
+	    loop_signal_add(l, SIGTERM, on_term, st, NULL, err) < 0 ||
+	    loop_signal_add(l, SIGINT, on_term, st, NULL, err) < 0)
+		return -1;
+	return loop_run(l, err);
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	log_init("openshell-proxy", LOG_LVL_INFO, LOG_FMT_AUTO, 2);
+	struct state st = { 0 };
+	os_error err = { 0 };
+	if (parse_args(argc, argv, &st.o, &err) < 0) {
+		fprintf(stderr, "openshell-proxy: %s\n", err.msg);
+		usage();
+		return 2;
+	}
+	if (run(&st, &err) < 0) {
+		fprintf(stderr, "openshell-proxy: %s\n", err.msg);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,241 @@
+/* proxy_relay.c - moving bytes once a decision is made: opaque tunnels with
+ * splice() (no copy through user space) and HTTP exchanges whose framing is
+ * checked both ways, so one response can never be mistaken for two. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proxy_internal.h"
+
+#define SPLICE_CHUNK (1 << 20)
+
+int tunnel_start(struct conn *c)
+{
+	for (int d = 0; d < 2; d++)
+		if (pipe2(c->pipes[d], O_CLOEXEC | O_NONBLOCK) < 0)
+			return -1;
+	c->state = ST_TUNNEL;
+	return 0;
+}
+
+/* One direction: src socket -> pipe -> dst socket. Returns -1 when the
+ * tunnel is over in this direction and the peer should see EOF. */
+static void splice_dir(struct conn *c, int d, int src, int dst)
+{
+	if (c->piped[d] == 0 && !c->half_closed[d]) {
+		ssize_t n = splice(src, NULL, c->pipes[d][1], NULL, SPLICE_CHUNK,
+				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (n > 0)
+			c->piped[d] += (size_t)n;
+		else if (n == 0) {
+			c->half_closed[d] = true;
+			shutdown(dst, SHUT_WR);
+		} else if (errno != EAGAIN && errno != EINTR) {
+			c->half_closed[d] = true;
+			shutdown(dst, SHUT_WR);
+		}
+	}
+	while (c->piped[d] > 0) {
+		ssize_t n = splice(c->pipes[d][0], NULL, dst, NULL, c->piped[d],
+				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (n > 0) {
+			c->piped[d] -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		/* the destination is gone: drop what is buffered, stop this way */
+		c->piped[d] = 0;
+		c->half_closed[d] = true;
+		return;
+	}
+}
+
+void tunnel_step(struct conn *c)
+{
+	if (c->cout.len > 0)
+		return; /* the 200 goes first */
+	splice_dir(c, 0, c->client.fd, c->upstream.fd);
+	splice_dir(c, 1, c->upstream.fd, c->client.fd);
+	if (c->half_closed[0] && c->half_closed[1] && !c->piped[0] && !c->piped[1])
+		conn_close(c);
+}
+
+int body_init_request(struct body *b, const struct http_request *req, os_error *err)
+{
+	switch (http_request_body(req)) {
+	case HTTP_BODY_LENGTH:
+		b->state = req->framing.content_length ? BODY_LENGTH : BODY_DONE;
+		b->remaining = req->framing.content_length;
+		return 0;
+	case HTTP_BODY_CHUNKED:
+		b->state = BODY_CHUNKED;
+		http_chunked_init(&b->chunked, UINT64_MAX >> 1);
+		return 0;
+	case HTTP_BODY_NONE:
+		b->state = BODY_DONE;
+		return 0;
+	default:
+		return os_error_set(err, EPROTO, "request body framing not supported");
+	}
+}
+
+int body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err)
+{
+	size_t room = out->cap - out->len;
+	if (b->state == BODY_DONE || in->len == 0 || room == 0)
+		return 0;
+	size_t n = in->len < room ? in->len : room;
+	if (b->state == BODY_LENGTH) {
+		if (n > b->remaining)
+			n = (size_t)b->remaining;
+		b->remaining -= n;
+		if (b->remaining == 0)
+			b->state = BODY_DONE;
+	} else if (b->state == BODY_CHUNKED) {
+		/* Validate the chunked framing; forward the raw bytes it accepted. */
+		size_t total = 0;
+		while (total < n) {
+			size_t used = 0;
+			struct http_slice data;
+			int r = http_chunked_feed(&b->chunked, in->data + total, n - total, &used,
+						  &data, err);
+			if (r < 0)
+				return -1;
+			total += used;
+			if (r == HTTP_PARSE_DONE) {
+				b->state = BODY_DONE;
+				break;
+			}
+			if (r == HTTP_PARSE_NEED_MORE || used == 0)
+				break;
+		}
+		n = total;
+	}
+	if (buf_append(out, in->data, n, err) < 0)
+		return -1;
+	buf_consume(in, n);
+	return 0;
+}
+
+static bool read_side(struct stream *s, struct buf *b, bool *eof)
+{
+	char chunk[16384];
+	size_t room = b->cap - b->len;
+	if (room == 0 || s->fd < 0)
+		return false;
+	ssize_t n = stream_read(s, chunk, room < sizeof chunk ? room : sizeof chunk);
+	if (n == STREAM_AGAIN)
+		return false;
+	if (n <= 0) {
+		*eof = true;
+		return false;
+	}
+	buf_append(b, chunk, (size_t)n, NULL);
+	return true;
+}
+
+/* Parses the upstream's response head and queues it for the agent. */
+static int response_head(struct conn *c, os_error *err)
+{
+	struct http_response resp;
+	size_t consumed;
+	int r = http_parse_response(&c->rparser, c->uin.data, c->uin.len, &resp, &consumed, err);
+	if (r <= 0)
+		return r;
+	http_parser_reset(&c->rparser);
+	if (buf_append(&c->cout, c->uin.data, consumed, err) < 0)
+		return -1;
+	buf_consume(&c->uin, consumed);
+	if (resp.status >= 100 && resp.status < 200)
+		return 0; /* interim: the real head follows */
+	c->resp_head_done = true;
+	c->upstream_close = resp.framing.close;
+	switch (http_response_body(&resp, c->req_is_head, false)) {
+	case HTTP_BODY_LENGTH:
+		c->resp_body.state = resp.framing.content_length ? BODY_LENGTH : BODY_DONE;
+		c->resp_body.remaining = resp.framing.content_length;
+		break;
+	case HTTP_BODY_CHUNKED:
+		c->resp_body.state = BODY_CHUNKED;
+		http_chunked_init(&c->resp_body.chunked, UINT64_MAX >> 1);
+		break;
+	case HTTP_BODY_UNTIL_CLOSE:
+		c->resp_body.state = BODY_UNTIL_CLOSE;
+		c->upstream_close = true;
+		break;
+	default:
+		c->resp_body.state = BODY_DONE;
+	}
+	return 1;
+}
+
+static void exchange_done(struct conn *c)
+{
+	if (c->client_close || c->upstream_close) {
+		c->state = ST_CLOSING;
+		return;
+	}
+	if (c->mode == MODE_HTTP || c->inference) {
+		stream_close(&c->upstream);
+		if (c->uio) {
+			loop_io_remove(c->uio);
+			c->uio = NULL;
+		}
+	}
+	c->state = ST_HEAD;
+}
+
+void forward_step(struct conn *c)
+{
+	os_error err = { 0 };
+	bool ceof = false, ueof = false;
+	while (c->req_body.state != BODY_DONE && read_side(&c->client, &c->cin, &ceof))
+		;
+	if (body_pump(&c->req_body, &c->cin, &c->uout, &err) < 0) {
+		reply_error(c, 400, "bad_request", err.msg, "bad_request_body");
+		return;
+	}
+	if (ceof && c->req_body.state != BODY_DONE) {
+		conn_close(c);
+		return;
+	}
+	while (read_side(&c->upstream, &c->uin, &ueof))
+		;
+	if (!c->resp_head_done) {
+		int r = response_head(c, &err);
+		if (r < 0) {
+			reply_error(c, 502, "bad_gateway", err.msg, "bad_upstream_response");
+			return;
+		}
+		if (r == 0 && ueof) {
+			reply_error(c, 502, "bad_gateway", "upstream closed without a response",
+				    "upstream_closed");
+			return;
+		}
+		if (!c->resp_head_done)
+			return;
+	}
+	if (c->resp_body.state == BODY_UNTIL_CLOSE) {
+		buf_append(&c->cout, c->uin.data,
+			   c->uin.len < c->cout.cap - c->cout.len ? c->uin.len
+								  : c->cout.cap - c->cout.len,
+			   NULL);
+		buf_consume(&c->uin, c->uin.len); /* appended above up to the cap */
+		if (ueof)
+			c->resp_body.state = BODY_DONE;
+	} else if (body_pump(&c->resp_body, &c->uin, &c->cout, &err) < 0) {
+		log_warn("proxy: bad response body from %s: %s", c->host, err.msg);
+		conn_close(c);
+		return;
+	}
+	if (c->resp_body.state == BODY_DONE && c->req_body.state == BODY_DONE) {
+		exchange_done(c);
+		return;
+	}
+	if (ueof && c->resp_body.state != BODY_DONE)
+		conn_close(c); /* truncated: the agent must not see a complete message */
+}

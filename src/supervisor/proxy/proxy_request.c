@@ -1,0 +1,388 @@
+/* proxy_request.c - one request head from the agent: parse strictly, find
+ * out who is asking, judge it under the current policy generation, and
+ * either answer (deny, error) or prepare the upstream side. A request is
+ * never forwarded before it has been judged. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "canon.h"
+#include "hostglob.h"
+#include "inference.h"
+#include "log.h"
+#include "parse.h"
+#include "proxy_internal.h"
+
+#define METHOD_MAX 32
+#define TARGET_MAX 8192
+
+static bool read_client(struct conn *c)
+{
+	char chunk[16384];
+	size_t room = c->cin.cap - c->cin.len;
+	if (room == 0)
+		return false;
+	ssize_t n = stream_read(&c->client, chunk, room < sizeof chunk ? room : sizeof chunk);
+	if (n == STREAM_AGAIN)
+		return false;
+	if (n <= 0) {
+		conn_close(c);
+		return false;
+	}
+	buf_append(&c->cin, chunk, (size_t)n, NULL);
+	return true;
+}
+
+/* Who is calling: resolved once per connection from the kernel. */
+static void identify(struct conn *c)
+{
+	if (c->id || c->id_failed)
+		return;
+	const struct proxy_config *cfg = proxy_cfg(c->proxy);
+	if (!cfg->identity) {
+		c->id_failed = true;
+		c->id_reason = "identity_disabled";
+		return;
+	}
+	c->id = calloc(1, sizeof *c->id);
+	os_error err = { 0 };
+	enum identity_failure f = c->id ? identity_resolve(cfg->identity, (void *)&c->peer,
+							   (void *)&c->local, c->id, &err)
+					: IDENTITY_PROC_ERROR;
+	if (f != IDENTITY_OK) {
+		free(c->id);
+		c->id = NULL;
+		c->id_failed = true;
+		c->id_reason = identity_failure_name(f);
+		log_debug("proxy: identity: %s", err.msg);
+		return;
+	}
+	for (size_t i = 0; i < c->id->n_chain; i++)
+		c->chain[i] = c->id->chain[i];
+	c->n_chain = c->id->n_chain;
+}
+
+static int copy_slice(char *dst, size_t cap, struct http_slice s)
+{
+	if (s.len >= cap)
+		return -1;
+	memcpy(dst, s.p, s.len);
+	dst[s.len] = '\0';
+	return 0;
+}
+
+/* Normalises the requested authority into c->host / c->port. */
+static bool take_authority(struct conn *c, const struct http_authority *a)
+{
+	os_error err = { 0 };
+	if (host_normalize(a->host.p, a->host.len, c->host, sizeof c->host, &err) < 0) {
+		snprintf(c->host, sizeof c->host, "%.*s",
+			 (int)(a->host.len > 200 ? 200 : a->host.len), a->host.p);
+		reply_error(c, 403, "policy_denied", err.msg, "invalid_host");
+		return false;
+	}
+	c->port = a->port;
+	return true;
+}
+
+/* L4 judgement of c->host:c->port for this caller; answers on deny. */
+static bool judge_connect(struct conn *c)
+{
+	identify(c);
+	if (c->gen)
+		policy_unref(c->gen);
+	c->gen = proxy_current(c->proxy, &c->gen_serial);
+	struct policy_decision d;
+	policy_decide_connect(c->gen, c->host, c->port, c->chain, c->n_chain, &d);
+	if (d.verdict == POLICY_DENY) {
+		if (c->id_failed && d.reason == POLICY_R_BINARY_NOT_ALLOWED)
+			d.reason = POLICY_R_BINARY_UNKNOWN;
+		reply_policy_denied(c, &d, NULL, NULL);
+		return false;
+	}
+	c->ep = d.endpoint;
+	snprintf(c->policy_name, sizeof c->policy_name, "%s", d.policy ? d.policy : "");
+	return true;
+}
+
+static bool endpoint_needs_tls(const struct policy_endpoint *ep)
+{
+	return ep->tls != POLICY_TLS_SKIP &&
+	       (ep->protocol == POLICY_PROTO_REST || ep->credential_provider);
+}
+
+static void handle_connect(struct conn *c, const struct http_request *req, size_t consumed)
+{
+	if (!take_authority(c, &req->authority))
+		return;
+	buf_consume(&c->cin, consumed);
+	if (c->cin.len > 0) { /* bytes before our 200: the agent did not wait */
+		reply_error(c, 400, "bad_request", "data sent before the CONNECT was answered",
+			    "pipelined_connect");
+		return;
+	}
+	const struct proxy_config *cfg = proxy_cfg(c->proxy);
+	if (strcmp(c->host, INFERENCE_HOST) == 0) {
+		identify(c);
+		if (!cfg->inference || !cfg->ca) {
+			reply_error(c, 403, "policy_denied", "inference routing is not configured",
+				    "inference_not_configured");
+			return;
+		}
+		c->inference = true;
+		c->mode = MODE_MITM;
+		snprintf(c->policy_name, sizeof c->policy_name, "inference");
+		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
+		c->state = ST_TLS_ACCEPT;
+		audit_decision(c, "connect", "allow", "inference", NULL, NULL, NULL);
+		return;
+	}
+	if (!judge_connect(c))
+		return;
+	if (endpoint_needs_tls(c->ep)) {
+		if (!cfg->ca) {
+			reply_error(c, 403, "policy_denied",
+				    "L7 inspection unavailable: no sandbox CA", "tls_unavailable");
+			return;
+		}
+		c->mode = MODE_MITM;
+	} else {
+		c->mode = MODE_TUNNEL;
+	}
+	upstream_start(c);
+}
+
+/* Appends the request head as forwarded upstream: origin-form canonical
+ * target, hop-by-hop headers dropped, credential placeholders resolved. */
+struct cred_ctx {
+	struct conn *c;
+};
+
+static bool cred_allowed(void *data, const char *provider)
+{
+	struct conn *c = ((struct cred_ctx *)data)->c;
+	return policy_credential_allowed(c->gen, provider, c->host, c->port);
+}
+
+static bool is_hop_header(struct http_slice n)
+{
+	static const char *const hop[] = { "connection",
+					   "proxy-connection",
+					   "keep-alive",
+					   "proxy-authorization",
+					   "proxy-authenticate",
+					   "te",
+					   "trailer",
+					   "upgrade" };
+	for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
+		if (str_ieq(n.p, n.len, hop[i], strlen(hop[i])))
+			return true;
+	return false;
+}
+
+static int build_upstream_head(struct conn *c, const struct http_request *req, const char *method,
+			       const char *canon, const char **deny_reason)
+{
+	os_error err = { 0 };
+	struct buf *o = &c->uout;
+	const struct proxy_config *cfg = proxy_cfg(c->proxy);
+	if (buf_printf(o, &err, "%s %s%s%.*s HTTP/1.1\r\n", method, canon,
+		       req->has_query ? "?" : "", (int)req->query.len, req->query.p) < 0)
+		return -1;
+	struct cred_ctx cc = { c };
+	struct buf val;
+	buf_init(&val, 16384);
+	int rc = 0;
+	for (size_t i = 0; i < req->headers.n && rc == 0; i++) {
+		const struct http_header *h = &req->headers.v[i];
+		if (is_hop_header(h->name))
+			continue;
+		buf_reset(&val);
+		const char *provider = NULL;
+		enum cred_result r =
+			credentials_rewrite_value(cfg->creds, h->value.p, h->value.len,
+						  cred_allowed, &cc, &val, &provider, &err);
+		if (r == CRED_ENDPOINT_MISMATCH || r == CRED_UNKNOWN_KEY || r == CRED_ERROR) {
+			*deny_reason = r == CRED_ENDPOINT_MISMATCH ? "credential_endpoint_mismatch"
+				       : r == CRED_UNKNOWN_KEY	   ? "credential_unknown"
+								   : "credential_error";
+			rc = -1;
+			break;
+		}
+		rc = http_write_header_slice(o, h->name, (struct http_slice){ val.data, val.len },
+					     &err);
+	}
+	if (val.data)
+		memset(val.data, 0, val.alloc); /* may have held a secret */
+	buf_free(&val);
+	if (rc == 0 && c->client_close)
+		rc = http_write_header(o, "Connection", "close", &err);
+	if (rc == 0)
+		rc = buf_append_str(o, "\r\n", &err);
+	return rc;
+}
+
+/* L7 judgement and forwarding set-up for one request (MITM or plain HTTP). */
+static void handle_exchange(struct conn *c, const struct http_request *req, size_t consumed)
+{
+	char method[METHOD_MAX], canon[TARGET_MAX];
+	if (copy_slice(method, sizeof method, req->method) < 0) {
+		reply_error(c, 400, "bad_request", "method too long", "bad_method");
+		return;
+	}
+	char raw[TARGET_MAX];
+	struct http_slice path = req->path;
+	if (path.len + 1 >= sizeof raw) {
+		reply_error(c, 414, "uri_too_long", "request target too long", "target_too_long");
+		return;
+	}
+	/* The decision sees path (+ query): canonicalisation needs the raw target. */
+	memcpy(raw, path.p, path.len);
+	size_t rl = path.len;
+	if (req->has_query && rl + 1 + req->query.len < sizeof raw) {
+		raw[rl++] = '?';
+		memcpy(raw + rl, req->query.p, req->query.len);
+		rl += req->query.len;
+	}
+	raw[rl] = '\0';
+	struct policy_decision d;
+	policy_decide_request(c->gen, c->ep, method, raw, canon, sizeof canon, &d);
+	/* Logged paths never carry the query. */
+	char logged[TARGET_MAX];
+	snprintf(logged, sizeof logged, "%s", canon[0] ? canon : "(rejected)");
+	if (d.verdict == POLICY_DENY) {
+		reply_policy_denied(c, &d, method, logged);
+		return;
+	}
+	audit_decision(c, "http", d.verdict == POLICY_AUDIT ? "audit" : "allow",
+		       policy_reason_name(d.reason), method, logged, NULL);
+	c->req_is_head = strcmp(method, "HEAD") == 0;
+	c->client_close = req->framing.close;
+	os_error err = { 0 };
+	if (body_init_request(&c->req_body, req, &err) < 0) {
+		reply_error(c, 400, "bad_request", err.msg, "bad_body");
+		return;
+	}
+	const char *deny = NULL;
+	buf_reset(&c->uout);
+	if (build_upstream_head(c, req, method, canon, &deny) < 0) {
+		buf_reset(&c->uout);
+		if (deny)
+			reply_error(c, 403, deny,
+				    "credential placeholder not allowed for this endpoint", deny);
+		else
+			reply_error(c, 400, "bad_request", "request head could not be forwarded",
+				    "bad_header");
+		return;
+	}
+	buf_consume(&c->cin, consumed);
+	c->resp_head_done = false;
+	c->resp_body.state = BODY_DONE;
+	http_parser_reset(&c->rparser);
+	if (c->mode == MODE_MITM) {
+		c->state = ST_FORWARD;
+		return;
+	}
+	upstream_start(c); /* MODE_HTTP: a fresh upstream per request */
+}
+
+static void handle_http(struct conn *c, const struct http_request *req, size_t consumed)
+{
+	if (req->form != HTTP_TARGET_ABSOLUTE) {
+		reply_error(c, 400, "bad_request",
+			    "proxy requests must use CONNECT or an absolute http:// URI",
+			    "bad_target_form");
+		return;
+	}
+	if (req->https) {
+		reply_error(c, 400, "bad_request", "use CONNECT for https", "https_absolute_form");
+		return;
+	}
+	if (req->host_mismatch) {
+		reply_error(c, 400, "bad_request", "Host header disagrees with the request URI",
+			    "host_mismatch");
+		return;
+	}
+	stream_close(&c->upstream);
+	if (c->uio) {
+		loop_io_remove(c->uio);
+		c->uio = NULL;
+	}
+	c->mode = MODE_HTTP;
+	if (!take_authority(c, &req->authority) || !judge_connect(c))
+		return;
+	handle_exchange(c, req, consumed);
+}
+
+static void handle_mitm(struct conn *c, const struct http_request *req, size_t consumed)
+{
+	if (req->form != HTTP_TARGET_ORIGIN) {
+		reply_error(c, 400, "bad_request",
+			    "expected an origin-form request inside the tunnel", "bad_target_form");
+		return;
+	}
+	char host[256];
+	os_error err = { 0 };
+	if (!req->has_host ||
+	    host_normalize(req->host.host.p, req->host.host.len, host, sizeof host, &err) < 0 ||
+	    strcmp(host, c->host) != 0 || (req->host.has_port && req->host.port != c->port)) {
+		reply_error(c, 403, "policy_denied",
+			    "Host header does not match the CONNECT target", "host_mismatch");
+		return;
+	}
+	if (c->inference) {
+		inference_handle(c, req, consumed);
+		return;
+	}
+	/* Kept-alive tunnels judge each request by the generation current now. */
+	if (!judge_connect(c))
+		return;
+	handle_exchange(c, req, consumed);
+}
+
+static int status_for(enum http_error e)
+{
+	switch (e) {
+	case HTTP_E_LINE_TOO_LONG:
+		return 414;
+	case HTTP_E_HEAD_TOO_LARGE:
+	case HTTP_E_TOO_MANY_HEADERS:
+		return 431;
+	default:
+		return 400;
+	}
+}
+
+void request_head_step(struct conn *c)
+{
+	while (read_client(c) && !c->dead)
+		;
+	if (c->dead || c->cin.len == 0)
+		return;
+	struct http_request req;
+	size_t consumed = 0;
+	os_error err = { 0 };
+	int r = http_parse_request(&c->parser, c->cin.data, c->cin.len, &req, &consumed, &err);
+	if (r == HTTP_PARSE_NEED_MORE) {
+		if (c->client.eof)
+			conn_close(c);
+		return;
+	}
+	if (r < 0) {
+		reply_error(c, status_for(c->parser.error), "bad_request", err.msg,
+			    http_error_name(c->parser.error));
+		return;
+	}
+	http_parser_reset(&c->parser);
+	bool is_connect = str_ieq(req.method.p, req.method.len, "CONNECT", 7);
+	if (c->mode == MODE_NONE && is_connect)
+		handle_connect(c, &req, consumed);
+	else if (c->mode == MODE_MITM)
+		handle_mitm(c, &req, consumed);
+	else if (!is_connect)
+		handle_http(c, &req, consumed);
+	else
+		reply_error(c, 400, "bad_request", "CONNECT after a plain request", "bad_method");
+}
