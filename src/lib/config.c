@@ -43,8 +43,8 @@ int config_keep_doc(struct config *cfg, struct toml_value *doc, os_error *err)
 	return 0;
 }
 
-int config_env_name(const struct config_section *section, const struct config_key *key,
-		    char *out, size_t cap, os_error *err)
+int config_env_name(const struct config_section *section, const struct config_key *key, char *out,
+		    size_t cap, os_error *err)
 {
 	if (str_format(out, cap, err, "OPENSHELL_%s_%s", section->name, key->name) < 0)
 		return -1;
@@ -164,11 +164,12 @@ static int check_schema(const struct config *cfg, os_error *err)
 			if (config_env_name(w->section, w->key, b, sizeof b, err) < 0)
 				return -1;
 			if (strcmp(a, b) == 0)
-				return os_error_set(err, EINVAL,
-						    "configuration schema: %s.%s and %s.%s both map "
-						    "to %s",
-						    w->section->name, w->key->name,
-						    v->section->name, v->key->name, a);
+				return os_error_set(
+					err, EINVAL,
+					"configuration schema: %s.%s and %s.%s both map "
+					"to %s",
+					w->section->name, w->key->name, v->section->name,
+					v->key->name, a);
 		}
 	}
 	return 0;
@@ -186,8 +187,7 @@ static int apply_defaults(struct config *cfg, os_error *err)
 	return 0;
 }
 
-struct config *config_new(const struct config_section *const *sections, size_t n,
-			  os_error *err)
+struct config *config_new(const struct config_section *const *sections, size_t n, os_error *err)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++)

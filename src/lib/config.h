@@ -86,8 +86,7 @@ struct config;
 
 /* Builds a configuration holding the defaults; fails if the schema itself is
  * inconsistent (bad default, duplicate key, two keys with one env name). */
-struct config *config_new(const struct config_section *const *sections, size_t n,
-			  os_error *err);
+struct config *config_new(const struct config_section *const *sections, size_t n, os_error *err);
 void config_free(struct config *cfg);
 
 static inline void cleanup_config_freep(struct config **cfg)
@@ -121,7 +120,7 @@ const struct config_value *config_values(const struct config *cfg, size_t *n);
 /* "unset", "default", "file", "env", "cli". */
 const char *config_source_name(enum config_source source);
 /* Writes the environment variable name of a key into out[cap]. */
-int config_env_name(const struct config_section *section, const struct config_key *key,
-		    char *out, size_t cap, os_error *err);
+int config_env_name(const struct config_section *section, const struct config_key *key, char *out,
+		    size_t cap, os_error *err);
 
 #endif

@@ -74,8 +74,8 @@ static int check_enum(const struct config_key *k, const char *name, const struct
 	return fail_at(err, file, tv, name, what);
 }
 
-static int check_elements(const struct config_key *k, const char *name,
-			  const struct toml_value *tv, const char *file, os_error *err);
+static int check_elements(const struct config_key *k, const char *name, const struct toml_value *tv,
+			  const char *file, os_error *err);
 
 int config_check_toml(const struct config_key *k, const char *name, const struct toml_value *tv,
 		      const char *file, os_error *err)
@@ -134,8 +134,8 @@ static int check_table_element(const struct config_key *k, const char *name,
 }
 
 /* String arrays, string maps and table arrays. */
-static int check_elements(const struct config_key *k, const char *name,
-			  const struct toml_value *tv, const char *file, os_error *err)
+static int check_elements(const struct config_key *k, const char *name, const struct toml_value *tv,
+			  const char *file, os_error *err)
 {
 	char elem_name[256];
 	bool is_map = k->type == CONFIG_STRING_MAP;
@@ -242,12 +242,13 @@ static int load_section(struct config *cfg, const struct config_section *sec,
 	for (size_t i = 0; i < tbl->u.table.len; i++) {
 		const struct toml_entry *e = &tbl->u.table.entries[i];
 		struct config_value *val =
-			plain_key(e) ? config_find(cfg, sec->name, strlen(sec->name), e->key,
-						   e->key_len) :
-				       NULL;
+			plain_key(e)
+				? config_find(cfg, sec->name, strlen(sec->name), e->key, e->key_len)
+				: NULL;
 		if (!val)
-			return os_error_set(err, EINVAL, "%s:%u:%u: unknown key '%s' in [openshell.%s]",
-					    file, e->pos.line, e->pos.col, e->key, sec->name);
+			return os_error_set(err, EINVAL,
+					    "%s:%u:%u: unknown key '%s' in [openshell.%s]", file,
+					    e->pos.line, e->pos.col, e->key, sec->name);
 		snprintf(name, sizeof name, "openshell.%s.%s", sec->name, e->key);
 		if (config_check_toml(val->key, name, e->value, file, err) < 0)
 			return -1;
@@ -287,9 +288,8 @@ static int walk(struct config *cfg, const struct toml_value *tbl, const char *pr
 		const struct toml_entry *e = &tbl->u.table.entries[i];
 		const struct config_section *sec = NULL;
 		bool inner = false;
-		if (plain_key(e) &&
-		    str_format(path, sizeof path, NULL, "%s%s%s", prefix, *prefix ? "." : "",
-			       e->key) == 0) {
+		if (plain_key(e) && str_format(path, sizeof path, NULL, "%s%s%s", prefix,
+					       *prefix ? "." : "", e->key) == 0) {
 			sec = section_named(cfg, path);
 			inner = !sec && section_below(cfg, path);
 		}
@@ -302,8 +302,8 @@ static int walk(struct config *cfg, const struct toml_value *tbl, const char *pr
 					    "%s:%u:%u: openshell.%s: expected a table, found %s",
 					    file, e->value->pos.line, e->value->pos.col, path,
 					    toml_type_name(e->value->type));
-		int rc = sec ? load_section(cfg, sec, e->value, file, err) :
-			       walk(cfg, e->value, path, file, err);
+		int rc = sec ? load_section(cfg, sec, e->value, file, err)
+			     : walk(cfg, e->value, path, file, err);
 		if (rc < 0)
 			return -1;
 	}

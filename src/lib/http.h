@@ -14,7 +14,16 @@
  * (success, error kind, bytes consumed) is the same however the bytes were
  * split. Pipelined messages: after HTTP_PARSE_DONE, *consumed is the length of
  * the head; the body (see http_request_body / http_response_body) follows it,
- * then the next message, parsed after http_parser_reset(). */
+ * then the next message, parsed after http_parser_reset().
+ *
+ * Strict choices (documented, tested): an empty line before the start line
+ * is refused rather than skipped; duplicate Content-Length headers (or a
+ * comma list) are accepted only when every value is the same number;
+ * Transfer-Encoding must be one header whose value is exactly "chunked" (any
+ * case, OWS allowed around it), never in HTTP/1.0 and never with
+ * Content-Length; hosts allow only letters, digits, '-', '.', '_' or an
+ * [IPv6] literal (no percent-encoding, no userinfo). Host names are returned
+ * as sent: case folding and a trailing dot are the policy matcher's job. */
 #ifndef OS_HTTP_H
 #define OS_HTTP_H
 
@@ -176,7 +185,7 @@ struct http_parser {
 };
 
 void http_limits_default(struct http_limits *lim);
-/* lim NULL: defaults. */
+/* lim NULL, or any field 0: the default for it. */
 void http_parser_init(struct http_parser *p, const struct http_limits *lim);
 /* Forgets the scan position (keeps the limits) to parse the next message. */
 void http_parser_reset(struct http_parser *p);
@@ -185,8 +194,8 @@ void http_parser_reset(struct http_parser *p);
  * *consumed to the head length, HTTP_PARSE_NEED_MORE, or < 0 with p->error and
  * err (code EPROTO, or EMSGSIZE for the three size caps) set. req is only
  * meaningful after HTTP_PARSE_DONE. */
-int http_parse_request(struct http_parser *p, const char *buf, size_t len,
-		       struct http_request *req, size_t *consumed, os_error *err);
+int http_parse_request(struct http_parser *p, const char *buf, size_t len, struct http_request *req,
+		       size_t *consumed, os_error *err);
 /* Same for a response head. 1xx responses are returned like any other; the
  * caller reads the next head after them. */
 int http_parse_response(struct http_parser *p, const char *buf, size_t len,
@@ -202,6 +211,8 @@ enum http_body_kind {
 	HTTP_BODY_UNTIL_CLOSE, /* response without length: read to EOF */
 	HTTP_BODY_TUNNEL, /* 2xx to CONNECT or 101: raw bytes both ways */
 };
+/* Derived from the headers alone, CONNECT included: a proxy that splices
+ * after CONNECT should refuse one announcing a body. */
 enum http_body_kind http_request_body(const struct http_request *req);
 /* The response body depends on the request: HEAD and CONNECT change it. */
 enum http_body_kind http_response_body(const struct http_response *resp, bool request_was_head,
@@ -241,8 +252,7 @@ int http_chunked_feed(struct http_chunked *c, const char *in, size_t len, size_t
  * token, a value holding CR, LF, NUL or another CTL but HT, a method that is
  * not a token, a target with SP/CTL/non-ASCII bytes and a reason with CTLs,
  * so no caller can inject a header or split a message. */
-int http_write_request_line(struct buf *b, const char *method, const char *target,
-			    os_error *err);
+int http_write_request_line(struct buf *b, const char *method, const char *target, os_error *err);
 int http_write_status_line(struct buf *b, int status, const char *reason, os_error *err);
 int http_write_header(struct buf *b, const char *name, const char *value, os_error *err);
 int http_write_header_slice(struct buf *b, struct http_slice name, struct http_slice value,

@@ -57,8 +57,8 @@ static int scan_ext(struct http_chunked *c, const char *p, size_t avail, size_t 
 }
 
 /* Reads "HEX[;ext]CRLF" at p. 1: complete (*used, *size set); 0: need more. */
-static int size_line(struct http_chunked *c, const char *p, size_t avail, size_t off,
-		     size_t *used, uint64_t *size, os_error *err)
+static int size_line(struct http_chunked *c, const char *p, size_t avail, size_t off, size_t *used,
+		     uint64_t *size, os_error *err)
 {
 	size_t i = 0;
 	uint64_t v = 0;
@@ -93,8 +93,7 @@ static int size_line(struct http_chunked *c, const char *p, size_t avail, size_t
 	return 1;
 }
 
-static int on_size(struct http_chunked *c, const char *in, size_t len, size_t *off,
-		   os_error *err)
+static int on_size(struct http_chunked *c, const char *in, size_t len, size_t *off, os_error *err)
 {
 	size_t used = 0;
 	uint64_t size = 0, total;
@@ -105,7 +104,8 @@ static int on_size(struct http_chunked *c, const char *in, size_t len, size_t *o
 		c->state = CS_TRAILER;
 	} else {
 		if (__builtin_add_overflow(c->body_len, size, &total) || total > c->body_max)
-			return cfail(c, HTTP_E_BODY_TOO_LARGE, *off, err, "chunked body over the limit");
+			return cfail(c, HTTP_E_BODY_TOO_LARGE, *off, err,
+				     "chunked body over the limit");
 		c->remaining = size;
 		c->state = CS_DATA;
 	}

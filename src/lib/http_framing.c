@@ -56,8 +56,8 @@ static int parse_content_length(struct http_slice v, uint64_t *out)
 	}
 }
 
-static int on_content_length(const struct http_header *h, const char *base,
-			     struct http_framing *f, struct http_framing_error *fe)
+static int on_content_length(const struct http_header *h, const char *base, struct http_framing *f,
+			     struct http_framing_error *fe)
 {
 	uint64_t n = 0;
 	int r = parse_content_length(h->value, &n);

@@ -22,10 +22,14 @@ void http_limits_default(struct http_limits *lim)
 void http_parser_init(struct http_parser *p, const struct http_limits *lim)
 {
 	memset(p, 0, sizeof(*p));
-	if (lim)
-		p->lim = *lim;
-	else
-		http_limits_default(&p->lim);
+	http_limits_default(&p->lim);
+	if (lim) {
+		/* 0 keeps the default, so a partly filled struct is safe */
+		p->lim.line_max = lim->line_max ? lim->line_max : p->lim.line_max;
+		p->lim.head_max = lim->head_max ? lim->head_max : p->lim.head_max;
+		p->lim.headers_max = lim->headers_max ? lim->headers_max : p->lim.headers_max;
+		p->lim.reject_host_mismatch = lim->reject_host_mismatch;
+	}
 	if (p->lim.headers_max > HTTP_HEADERS_CAP)
 		p->lim.headers_max = HTTP_HEADERS_CAP;
 }
@@ -51,8 +55,7 @@ static int scan_line_end(struct http_parser *p, size_t end, bool response, os_er
 	size_t line_len = end - p->line_start;
 	if (p->lines == 0) {
 		if (line_len == 2)
-			return fail(p,
-				    response ? HTTP_E_BAD_STATUS_LINE : HTTP_E_BAD_REQUEST_LINE,
+			return fail(p, response ? HTTP_E_BAD_STATUS_LINE : HTTP_E_BAD_REQUEST_LINE,
 				    p->line_start, err, "empty start line");
 		p->start_line_len = end;
 	} else if (line_len == 2) {
@@ -118,8 +121,8 @@ static int scan_head(struct http_parser *p, const char *buf, size_t len, bool re
 	return 0;
 }
 
-static int parse_version(struct http_parser *p, const char *s, size_t len, size_t off,
-			 int *minor, os_error *err)
+static int parse_version(struct http_parser *p, const char *s, size_t len, size_t off, int *minor,
+			 os_error *err)
 {
 	if (len != 8 || memcmp(s, "HTTP/", 5) != 0 || s[5] < '0' || s[5] > '9' || s[6] != '.' ||
 	    s[7] < '0' || s[7] > '9')
@@ -203,7 +206,8 @@ static int classify_target(struct http_parser *p, struct http_request *req, size
 	if (t[0] == '/') {
 		req->form = HTTP_TARGET_ORIGIN;
 		if (split_path(req, t, len) < 0)
-			return fail(p, HTTP_E_BAD_TARGET, off, err, "fragment in the request-target");
+			return fail(p, HTTP_E_BAD_TARGET, off, err,
+				    "fragment in the request-target");
 		return 0;
 	}
 	req->form = HTTP_TARGET_ABSOLUTE;
@@ -299,8 +303,8 @@ static int fail_framing(struct http_parser *p, const struct http_framing_error *
 	return fail(p, fe->error, fe->offset, err, fe->detail);
 }
 
-int http_parse_request(struct http_parser *p, const char *buf, size_t len,
-		       struct http_request *req, size_t *consumed, os_error *err)
+int http_parse_request(struct http_parser *p, const char *buf, size_t len, struct http_request *req,
+		       size_t *consumed, os_error *err)
 {
 	size_t head_len = 0;
 	if (p->error != HTTP_E_NONE)

@@ -52,8 +52,9 @@ int http_write_request_line(struct buf *b, const char *method, const char *targe
 	if (!http_is_token(method, strlen(method)))
 		return os_error_set(err, EINVAL, "HTTP method is not a token");
 	if (!target_ok(target, strlen(target)))
-		return os_error_set(err, EINVAL,
-				    "request-target is empty or has space, control or non-ASCII bytes");
+		return os_error_set(
+			err, EINVAL,
+			"request-target is empty or has space, control or non-ASCII bytes");
 	struct http_slice parts[] = { S(method), S(" "), S(target), S(" HTTP/1.1\r\n") };
 	return append_all(b, parts, 4, err);
 }

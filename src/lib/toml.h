@@ -103,7 +103,7 @@ const char *toml_type_name(enum toml_type type);
 
 /* Writes the RFC 3339 form of a date/time value of the given type into
  * out[cap] (at least 40 bytes suffice). */
-int toml_datetime_format(const struct toml_datetime *dt, enum toml_type type, char *out,
-			 size_t cap, os_error *err);
+int toml_datetime_format(const struct toml_datetime *dt, enum toml_type type, char *out, size_t cap,
+			 os_error *err);
 
 #endif

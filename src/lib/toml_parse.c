@@ -157,7 +157,8 @@ static int parse_keyval(struct toml_cur *c, struct toml_value *t)
 	int rc = -1;
 	toml_skip_ws(c);
 	if (cur_at(c, 0) != '=') {
-		toml_fail(c, "expected '=' after a key, found %s", toml_describe(c, tmp, sizeof tmp));
+		toml_fail(c, "expected '=' after a key, found %s",
+			  toml_describe(c, tmp, sizeof tmp));
 		goto out;
 	}
 	c->i++;
@@ -239,7 +240,8 @@ static int parse_value(struct toml_cur *c, unsigned depth, struct toml_value **o
 	if (check_depth(c, pos, depth) < 0)
 		return -1;
 	if (cur_eof(c) || ch == '\n' || ch == '\r' || ch == '#')
-		return toml_fail(c, "expected a value, found %s", toml_describe(c, tmp, sizeof tmp));
+		return toml_fail(c, "expected a value, found %s",
+				 toml_describe(c, tmp, sizeof tmp));
 	/* Scalars start as a type that owns no memory, so that freeing a value
 	 * that failed half-way never frees a union member it does not hold. */
 	enum toml_type type = ch == '[' ? TOML_ARRAY : ch == '{' ? TOML_TABLE : TOML_BOOL;
@@ -378,8 +380,8 @@ static int parse_header(struct parser *ps)
 	struct toml_value *parent = header_parent(c, ps->root, &key);
 	if (!parent)
 		goto out;
-	struct toml_value *t = aot ? define_array_table(c, parent, &key, pos) :
-				     define_table(c, parent, &key, pos);
+	struct toml_value *t =
+		aot ? define_array_table(c, parent, &key, pos) : define_table(c, parent, &key, pos);
 	if (!t)
 		goto out;
 	ps->current = t;

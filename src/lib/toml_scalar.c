@@ -88,8 +88,7 @@ static int scan_digits(struct tok *t, int base)
 }
 
 /* Accumulates the digits s[from..to) (underscores skipped) in base. */
-static int accumulate(const struct tok *t, size_t from, size_t to, int base, bool neg,
-		      int64_t *out)
+static int accumulate(const struct tok *t, size_t from, size_t to, int base, bool neg, int64_t *out)
 {
 	int64_t v = 0;
 	for (size_t k = from; k < to; k++) {
@@ -113,7 +112,9 @@ static int parse_radix(struct toml_cur *c, struct tok *t, struct toml_value *v)
 	int n = scan_digits(t, base);
 	if (n <= 0 || t->i != t->len)
 		return toml_fail(c, "invalid %s integer '%.*s'",
-				 base == 16 ? "hexadecimal" : base == 8 ? "octal" : "binary",
+				 base == 16  ? "hexadecimal"
+				 : base == 8 ? "octal"
+					     : "binary",
 				 (int)t->len, t->s);
 	if (accumulate(t, from, t->len, base, false, &v->u.integer) < 0)
 		return toml_fail(c, "integer '%.*s' does not fit in 64 bits", (int)t->len, t->s);
@@ -154,7 +155,8 @@ static int parse_number(struct toml_cur *c, struct tok *t, struct toml_value *v)
 			v->u.flt = -v->u.flt;
 		return 0;
 	}
-	if (rest_len > 2 && rest[0] == '0' && (rest[1] == 'x' || rest[1] == 'o' || rest[1] == 'b')) {
+	if (rest_len > 2 && rest[0] == '0' &&
+	    (rest[1] == 'x' || rest[1] == 'o' || rest[1] == 'b')) {
 		if (sign)
 			return toml_fail(c, "a sign is not allowed on '%.*s'", (int)t->len, t->s);
 		return parse_radix(c, t, v);

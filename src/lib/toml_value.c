@@ -229,8 +229,8 @@ static int format_time(const struct toml_datetime *dt, char *out, size_t cap, os
 	return str_format(out + used, cap - used, err, ".%0*u", (int)dt->frac_digits, frac);
 }
 
-int toml_datetime_format(const struct toml_datetime *dt, enum toml_type type, char *out,
-			 size_t cap, os_error *err)
+int toml_datetime_format(const struct toml_datetime *dt, enum toml_type type, char *out, size_t cap,
+			 os_error *err)
 {
 	size_t used = 0;
 	if (type == TOML_TIME_LOCAL)

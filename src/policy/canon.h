@@ -10,14 +10,14 @@
 
 enum canon_result {
 	CANON_OK = 0,
-	CANON_NOT_ABSOLUTE,     /* does not start with '/' */
-	CANON_ESCAPES_ROOT,     /* `..` above the root */
-	CANON_ENCODED_SLASH,    /* %2F or %5C in the path */
-	CANON_CONTROL_BYTE,     /* raw or encoded bytes < 0x20, 0x7f, or NUL */
-	CANON_BAD_ESCAPE,       /* % not followed by two hex digits */
-	CANON_BAD_BYTE,         /* byte not allowed in a path (space, non-ASCII raw, '\\', ...) */
-	CANON_TOO_LONG,         /* over out cap */
-	CANON_MATRIX_PARAM,     /* `;` path parameters such as `..;/` */
+	CANON_NOT_ABSOLUTE, /* does not start with '/' */
+	CANON_ESCAPES_ROOT, /* `..` above the root */
+	CANON_ENCODED_SLASH, /* %2F or %5C in the path */
+	CANON_CONTROL_BYTE, /* raw or encoded bytes < 0x20, 0x7f, or NUL */
+	CANON_BAD_ESCAPE, /* % not followed by two hex digits */
+	CANON_BAD_BYTE, /* byte not allowed in a path (space, non-ASCII raw, '\\', ...) */
+	CANON_TOO_LONG, /* over out cap */
+	CANON_MATRIX_PARAM, /* `;` path parameters such as `..;/` */
 };
 
 /* Canonicalises the path part of target (target[0..len); the query, if any,

@@ -109,6 +109,8 @@ int host_normalize(const char *in, size_t len, char *out, size_t cap, os_error *
 		return os_error_set(err, ENAMETOOLONG, "host \"%.64s...\" is longer than %d bytes",
 				    in, NAME_MAX_LEN);
 	if (memchr(in, ':', len)) {
+		if (memchr(in, '\0', len)) /* inet_pton would stop there */
+			return os_error_set(err, EINVAL, "host contains a NUL byte");
 		memcpy(buf, in, len);
 		buf[len] = '\0';
 		return normalize_v6(buf, out, cap, err);

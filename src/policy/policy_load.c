@@ -300,7 +300,8 @@ static int net_cmp(const void *a, const void *b)
 /* Sorted policies make "the lexicographically smallest match" the lowest index. */
 static void sort_networks(struct policy_doc *d)
 {
-	qsort(d->networks, d->n_networks, sizeof *d->networks, net_cmp);
+	if (d->n_networks > 1)
+		qsort(d->networks, d->n_networks, sizeof *d->networks, net_cmp);
 	for (size_t i = 0; i < d->n_networks; i++)
 		for (size_t j = 0; j < d->networks[i].n_endpoints; j++)
 			d->networks[i].endpoints[j].policy_index = i;

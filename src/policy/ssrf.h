@@ -22,12 +22,12 @@ struct ip_addr {
 
 struct cidr {
 	struct ip_addr addr; /* network address (host bits zero) */
-	unsigned prefix;     /* 0..32 or 0..128 */
+	unsigned prefix; /* 0..32 or 0..128 */
 };
 
 enum addr_class {
 	ADDR_PUBLIC = 0,
-	ADDR_INTERNAL,      /* RFC 1918, 100.64/10, 198.18/15, fc00::/7, TEST-NETs, broadcast... */
+	ADDR_INTERNAL, /* RFC 1918, 100.64/10, 198.18/15, fc00::/7, TEST-NETs, broadcast... */
 	ADDR_ALWAYS_BLOCKED /* loopback, unspecified, link-local, multicast?, metadata */
 };
 

@@ -72,13 +72,13 @@ static int socket_rules(scmp_filter_ctx ctx, os_error *err)
 	for (int fam = 0; fam < AF_MAX; fam++) {
 		if (fam == AF_UNIX || fam == AF_INET || fam == AF_INET6 || fam == AF_NETLINK)
 			continue;
-		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam);
+		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam, 0);
 		if (rule(ctx, DENY, "socket", 1, &c, err) < 0)
 			return -1;
 	}
-	struct scmp_arg_cmp high = SCMP_A0(SCMP_CMP_GE, AF_MAX);
-	struct scmp_arg_cmp nl[2] = { SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
-				      SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE) };
+	struct scmp_arg_cmp high = SCMP_A0(SCMP_CMP_GE, AF_MAX, 0);
+	struct scmp_arg_cmp nl[2] = { SCMP_A0(SCMP_CMP_EQ, AF_NETLINK, 0),
+				      SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE, 0) };
 	if (rule(ctx, DENY, "socket", 1, &high, err) < 0 ||
 	    rule(ctx, DENY, "socket", 2, nl, err) < 0)
 		return -1;

@@ -52,7 +52,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 {
 	o->spec_file = NULL;
 	o->spec_fd = o->status_fd = -1;
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) { /* every flag takes one value */
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(argv[i], "--spec") == 0 && val)
 			o->spec_file = val;
@@ -62,7 +62,6 @@ static void parse_args(int argc, char **argv, struct options *o)
 			o->status_fd = fd_arg("--status-fd", val);
 		else
 			usage("unknown or incomplete argument");
-		i++;
 	}
 	if (!o->spec_file == (o->spec_fd < 0))
 		usage("exactly one of --spec and --spec-fd is required");

@@ -16,8 +16,8 @@ static void check_host(const char *in, size_t len)
 	if (host_normalize(in, len, out, sizeof out, NULL) < 0)
 		return;
 	size_t n = strlen(out);
-	if (n == 0 || out[n - 1] == '.')
-		abort();
+	if (n == 0 || out[n - 1] == '.' || memchr(in, '\0', len))
+		abort(); /* an embedded NUL must never be accepted */
 	for (size_t i = 0; i < n; i++) {
 		if ((out[i] >= 'A' && out[i] <= 'Z') || (unsigned char)out[i] >= 0x80)
 			abort();

@@ -47,7 +47,8 @@ static struct result decode(const char *in, size_t n, uint64_t cap, const uint8_
 		memmove(pending, pending + used, plen - used);
 		plen -= used;
 		r.consumed += used;
-		if (r.rc < 0 || r.rc == HTTP_PARSE_DONE || (r.rc == HTTP_PARSE_NEED_MORE && fed == n))
+		if (r.rc < 0 || r.rc == HTTP_PARSE_DONE ||
+		    (r.rc == HTTP_PARSE_NEED_MORE && fed == n))
 			return r;
 	}
 }

@@ -66,8 +66,8 @@ static void round_trip(const struct http_request *r)
 	if (parse(b.data, b.len, NULL, false, &req_b, &consumed, &e) != HTTP_PARSE_DONE ||
 	    consumed != b.len || req_b.headers.n != r->headers.n ||
 	    req_b.framing.chunked != r->framing.chunked ||
-	    req_b.framing.content_length != r->framing.content_length ||
-	    req_b.form != r->form || req_b.host_mismatch != r->host_mismatch)
+	    req_b.framing.content_length != r->framing.content_length || req_b.form != r->form ||
+	    req_b.host_mismatch != r->host_mismatch)
 		abort();
 	buf_free(&b);
 	free(m);

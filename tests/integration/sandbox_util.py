@@ -77,6 +77,11 @@ def parse_status(text):
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+# For sanitizer builds: LeakSanitizer needs a dumpable process, and the
+# launcher deliberately is not. ASan/UBSan errors are still reported.
+LAUNCHER_ENV = {"PATH": "/usr/bin:/bin", "ASAN_OPTIONS": "detect_leaks=0"}
+
+
 def run(spec_obj, wrapper=(), stdin=subprocess.DEVNULL, preexec_fn=None, pass_fds=(),
         env=None, timeout=60, raw_spec=None):
     """Runs the launcher with the spec on --spec-fd and a status pipe; waits."""
@@ -89,7 +94,7 @@ def run(spec_obj, wrapper=(), stdin=subprocess.DEVNULL, preexec_fn=None, pass_fd
     try:
         p = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              pass_fds=(spec_r, st_w) + tuple(pass_fds), preexec_fn=preexec_fn,
-                             env=env if env is not None else {"PATH": "/usr/bin:/bin"})
+                             env=dict(LAUNCHER_ENV, **(env or {})))
     finally:
         os.close(spec_r)
         os.close(st_w)

@@ -171,7 +171,7 @@ def test_signals_to_the_launcher_are_forwarded(new_namespaces):
                            "while :; do /bin/sleep 0.05; done"],
                           new_namespaces=new_namespaces), f)
     p = subprocess.Popen([su.LAUNCHER, "--spec", spec_path, "--status-fd", str(st_w)],
-                         stdout=subprocess.PIPE, pass_fds=(st_w,))
+                         stdout=subprocess.PIPE, pass_fds=(st_w,), env=su.LAUNCHER_ENV)
     os.close(st_w)
     with os.fdopen(st_r) as st:
         status = st.read()  # EOF == the agent has been exec'ed
@@ -191,7 +191,7 @@ def test_killing_the_launcher_kills_the_agent():
     spec_path = os.path.join(d, "spec.json")
     with open(spec_path, "w") as f:
         json.dump(su.spec(["/bin/sleep", "1000"], new_namespaces=False), f)
-    p = subprocess.Popen([su.LAUNCHER, "--spec", spec_path])
+    p = subprocess.Popen([su.LAUNCHER, "--spec", spec_path], env=su.LAUNCHER_ENV)
     time.sleep(0.5)
     agents = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True)
     child = int(agents.stdout.split()[0])

@@ -154,7 +154,7 @@ static void unknown_keys_and_sections_are_rejected_with_position(void **state)
 	assert_file_accepted("[openshell.drivers.kubernetes]\nnamespace = \"x\"\n");
 	/* TOML errors keep the parser's position */
 	assert_file_rejected("[openshell.gateway\n", "gw.toml:1:19: expected ']' to close the "
-						    "table header");
+						     "table header");
 }
 
 static void type_enum_and_range_errors_name_key_and_expectation(void **state)
@@ -211,8 +211,7 @@ static void env_names_map_sections_and_keys(void **state)
 		config_get_string(cfg, "drivers.kubernetes", "supervisor_runtime_class_name"),
 		"kata-sup");
 	assert_int_equal(config_get_int(cfg, "drivers.kubernetes", "sandbox_uid"), 2000);
-	const struct config_value *v =
-		config_get(cfg, "drivers.kubernetes", "image_pull_secrets");
+	const struct config_value *v = config_get(cfg, "drivers.kubernetes", "image_pull_secrets");
 	assert_int_equal(v->n_strv, 2);
 	assert_string_equal(v->strv[1], "reg2");
 	v = config_get(cfg, "drivers.kubernetes", "allowed_runtime_class_names");
@@ -235,8 +234,9 @@ static void env_and_cli_values_are_type_checked(void **state)
 	assert_string_equal(err.msg, "OPENSHELL_GATEWAY_LOG_LEVEL: gateway.log_level: 'loud' is "
 				     "not one of debug, info, warn, error");
 	assert_int_equal(config_load_env(cfg, bad_int, &err), -1);
-	assert_string_equal(err.msg, "OPENSHELL_DRIVERS_KUBERNETES_SANDBOX_GID: "
-				     "drivers.kubernetes.sandbox_gid: expected an integer, got '12x'");
+	assert_string_equal(err.msg,
+			    "OPENSHELL_DRIVERS_KUBERNETES_SANDBOX_GID: "
+			    "drivers.kubernetes.sandbox_gid: expected an integer, got '12x'");
 	assert_int_equal(config_load_env(cfg, bad_range, &err), -1);
 	assert_string_equal(err.msg, "OPENSHELL_DRIVERS_KUBERNETES_SANDBOX_UID: "
 				     "drivers.kubernetes.sandbox_uid: 0 is out of range [1, "
@@ -282,16 +282,18 @@ static void dns_peers_are_schema_checked(void **state)
 			     "podSelector = {} }]\n",
 			     "gw.toml:2:27: unknown key "
 			     "'openshell.drivers.kubernetes.dns_peers[0].podSelector'");
-	assert_file_rejected("[openshell.drivers.kubernetes]\ndns_peers = [{ pod_selector = {} }]\n",
-			     "gw.toml:2:14: openshell.drivers.kubernetes.dns_peers[0]: missing "
-			     "required key 'port'");
+	assert_file_rejected(
+		"[openshell.drivers.kubernetes]\ndns_peers = [{ pod_selector = {} }]\n",
+		"gw.toml:2:14: openshell.drivers.kubernetes.dns_peers[0]: missing "
+		"required key 'port'");
 	assert_file_rejected("[openshell.drivers.kubernetes]\ndns_peers = [{ port = 70000 }]\n",
 			     "gw.toml:2:23: openshell.drivers.kubernetes.dns_peers[0].port: 70000 "
 			     "is out of range [1, 65535]");
-	assert_file_rejected("[openshell.drivers.kubernetes]\n"
-			     "dns_peers = [{ port = 53, pod_selector = { app = 1 } }]\n",
-			     "gw.toml:2:50: openshell.drivers.kubernetes.dns_peers[0].pod_selector: "
-			     "expected a table of strings, found integer");
+	assert_file_rejected(
+		"[openshell.drivers.kubernetes]\n"
+		"dns_peers = [{ port = 53, pod_selector = { app = 1 } }]\n",
+		"gw.toml:2:50: openshell.drivers.kubernetes.dns_peers[0].pod_selector: "
+		"expected a table of strings, found integer");
 	assert_file_rejected("[openshell.drivers.kubernetes]\ndns_peers = { port = 53 }\n",
 			     "gw.toml:2:13: openshell.drivers.kubernetes.dns_peers: expected an "
 			     "array of tables, found table");
@@ -325,7 +327,8 @@ static void inconsistent_schemas_are_refused(void **state)
 	const struct config_section *s1[] = { &bad }, *s2[] = { &good }, *s3[] = { &a, &a_b };
 
 	assert_null(config_new(s1, 1, &err));
-	assert_non_null(strstr(err.msg, "configuration schema: default: x.mode: 'c' is not one of"));
+	assert_non_null(
+		strstr(err.msg, "configuration schema: default: x.mode: 'c' is not one of"));
 	struct config *cfg = config_new(s2, 1, &err);
 	assert_non_null(cfg);
 	assert_string_equal(config_get_string(cfg, "x", "mode"), "b");

@@ -170,6 +170,10 @@ static void host_normalize_canonicalises_ipv6(void **state)
 	assert_int_equal(norm("::ffff:127.0.0.1", out), 0);
 	assert_int_equal(norm("fe80::1%eth0", out), -1); /* zone ids refused */
 	assert_int_equal(norm("1:2:3:4:5:6:7:8:9", out), -1);
+	os_error err = { 0 };
+	assert_int_equal(host_normalize("::1\0x", 5, out, sizeof out, &err), -1); /* NUL inside */
+	assert_int_equal(host_normalize("::1\0x", 3, out, sizeof out, &err), 0);
+	assert_int_equal(host_normalize("a\0b.example", 11, out, sizeof out, &err), -1);
 }
 
 static void host_glob_single_star_matches_exactly_one_label(void **state)
@@ -278,6 +282,85 @@ static void path_glob_without_stars_is_exact(void **state)
 	assert_false(path_glob_match("/usr/bin/curl", "/USR/bin/curl"));
 	assert_true(path_glob_is_literal("/usr/bin/curl"));
 	assert_false(path_glob_is_literal("/usr/bin/*"));
+}
+
+/* Reference matcher: the documented semantics written as plain backtracking,
+ * usable on tiny inputs only. */
+static bool ref_match(const char *p, const char *s)
+{
+	if (p[0] == '/' && p[1] == '*' && p[2] == '*' && (p[3] == '/' || p[3] == '\0') &&
+	    ref_match(p + 3, s))
+		return true; /* whole-component `**` matching zero components */
+	if (p[0] == '*' && p[1] == '*') {
+		for (size_t k = 0;; k++) {
+			if (ref_match(p + 2, s + k))
+				return true;
+			if (s[k] == '\0')
+				return false;
+		}
+	}
+	if (p[0] == '*') {
+		for (size_t k = 0;; k++) {
+			if (ref_match(p + 1, s + k))
+				return true;
+			if (s[k] == '\0' || s[k] == '/')
+				return false;
+		}
+	}
+	if (p[0] == '\0')
+		return s[0] == '\0';
+	return p[0] == s[0] && ref_match(p + 1, s + 1);
+}
+
+/* Writes the idx-th string over alphabet (base-n digits, length len). */
+static void nth_string(char *out, const char *alphabet, size_t len, unsigned idx)
+{
+	size_t n = strlen(alphabet);
+	for (size_t i = 0; i < len; i++, idx /= (unsigned)n)
+		out[i] = alphabet[idx % n];
+	out[len] = '\0';
+}
+
+static unsigned pow3(size_t n)
+{
+	unsigned r = 1;
+	while (n--)
+		r *= 3;
+	return r;
+}
+
+/* Compares one pattern with every path over {/ a b} up to 5 bytes. */
+static void compare_with_reference(const char *p, unsigned *matches, unsigned *checked)
+{
+	char s[8];
+	for (size_t slen = 0; slen <= 5; slen++) {
+		for (unsigned si = 0; si < pow3(slen); si++) {
+			nth_string(s, "/ab", slen, si);
+			bool want = ref_match(p, s), got = path_glob_match(p, s);
+			if (want != got)
+				fail_msg("pattern \"%s\" path \"%s\": got %d want %d", p, s, got,
+					 want);
+			*matches += want;
+			(*checked)++;
+		}
+	}
+}
+
+/* Every pattern over {/ * a} up to 6 bytes against every path over {/ a b} up
+ * to 5 bytes: the NFA must give the reference's answer each time. */
+static void path_glob_agrees_with_reference_matcher_exhaustively(void **state)
+{
+	char p[8];
+	unsigned matches = 0, checked = 0;
+	for (size_t plen = 0; plen <= 6; plen++) {
+		for (unsigned pi = 0; pi < pow3(plen); pi++) {
+			nth_string(p, "/*a", plen, pi);
+			compare_with_reference(p, &matches, &checked);
+		}
+	}
+	/* Positive control: the sweep really exercised both answers. */
+	assert_true(matches > 1000);
+	assert_true(checked - matches > 1000);
 }
 
 static void path_glob_pathological_pattern_is_not_exponential(void **state)
@@ -718,6 +801,7 @@ int main(void)
 		cmocka_unit_test(path_glob_single_star_stays_in_one_component),
 		cmocka_unit_test(path_glob_double_star_crosses_components),
 		cmocka_unit_test(path_glob_without_stars_is_exact),
+		cmocka_unit_test(path_glob_agrees_with_reference_matcher_exhaustively),
 		cmocka_unit_test(path_glob_pathological_pattern_is_not_exponential),
 		cmocka_unit_test(path_glob_handles_patterns_longer_than_stack_states),
 		cmocka_unit_test(canon_resolves_dots_and_collapses_slashes),

@@ -94,11 +94,12 @@ static void errors_name_file_line_and_column(void **state)
 	assert_rejects("x = \"ab\\qc\"", "t.toml:1:8: invalid escape sequence \\q");
 	assert_rejects("\n\n  s = \"abc\n", "t.toml:3:11: newline in a single-line string");
 	assert_rejects("s = '''abc", "t.toml:1:5: unterminated string");
-	assert_rejects("# ok\n# bad \x01 here\n", "t.toml:2:7: control character U+0001 in comment");
+	assert_rejects("# ok\n# bad \x01 here\n",
+		       "t.toml:2:7: control character U+0001 in comment");
 	assert_rejects("a = 1 b = 2", "t.toml:1:7: expected end of line, found 'b'");
 	assert_rejects("[a]\nb = 1\n[a]\n", "t.toml:3:1: table 'a' is already defined at 1:1");
 	assert_rejects("a = 99999999999999999999", "t.toml:1:5: integer '99999999999999999999' "
-							  "does not fit in 64 bits");
+						   "does not fit in 64 bits");
 	assert_rejects("a = 2023-02-29", "t.toml:1:5: invalid date '2023-02-29'");
 	assert_rejects("a = -0x1", "t.toml:1:5: a sign is not allowed on '-0x1'");
 	assert_rejects("a = {x = 1,}", "t.toml:1:12: trailing comma in an inline table");
@@ -186,8 +187,9 @@ static void table_definition_rules(void **state)
 	/* ... but sub-tables of them can be added */
 	assert_accepts("[f]\napple.color = 1\n[f.apple.texture]\nsmooth = true\n");
 	/* header tables cannot be extended by dotted keys */
-	assert_rejects("[a.b.c]\nz = 9\n[a]\nb.c.t = 1\n", "t.toml:4:1: table 'b' was defined at 1:4 and cannot be "
-							   "extended by a dotted key");
+	assert_rejects("[a.b.c]\nz = 9\n[a]\nb.c.t = 1\n",
+		       "t.toml:4:1: table 'b' was defined at 1:4 and cannot be "
+		       "extended by a dotted key");
 	/* inline tables and static arrays are immutable */
 	assert_rejects("a = {b = 1}\n[a]\n", "t.toml:2:1: cannot define table 'a': it is an "
 					     "inline table (at 1:5)");

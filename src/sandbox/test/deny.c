@@ -28,7 +28,7 @@ static int add_rule(scmp_filter_ctx ctx, char *spec)
 	if (parse_u64_str(a0, 0, UINT32_MAX, &arg, NULL) < 0)
 		return -1;
 	return seccomp_rule_add(ctx, SCMP_ACT_ERRNO((uint32_t)code), nr, 1,
-				SCMP_A0(SCMP_CMP_EQ, arg));
+				SCMP_A0(SCMP_CMP_EQ, arg, 0));
 }
 
 int main(int argc, char **argv)

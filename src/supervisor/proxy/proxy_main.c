@@ -84,14 +84,16 @@ static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
 
 static int listen_on(const char *spec, os_error *err)
 {
-	struct http_authority a;
-	if (http_parse_authority(spec, strlen(spec), 0, true, &a, err) < 0)
-		return os_error_prefix(err, "--listen %s", spec);
+	/* IPv4:PORT, port 0 = any free port (printed on stdout). */
+	const char *colon = strrchr(spec, ':');
 	char host[64];
-	if (a.host.len >= sizeof host)
-		return os_error_set(err, EINVAL, "--listen host too long");
-	memcpy(host, a.host.p, a.host.len);
-	host[a.host.len] = '\0';
+	uint64_t port;
+	if (!colon || (size_t)(colon - spec) >= sizeof host ||
+	    parse_u64_str(colon + 1, 0, 65535, &port, err) < 0)
+		return os_error_set(err, EINVAL, "--listen expects IPV4:PORT, got \"%s\"", spec);
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	struct http_authority a = { .port = (uint16_t)port };
 	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(a.port) };
 	if (inet_pton(AF_INET, host, &in.sin_addr) != 1)
 		return os_error_set(err, EINVAL, "--listen needs an IPv4 address, got %s", host);

@@ -1,0 +1,85 @@
+/* driver.h - the compute-driver contract shared by the local and kubernetes
+ * drivers and the gateway: a small vtable over sandbox records (jansson).
+ * A driver never decides policy and never trusts a caller with placement:
+ * validate_spec is the one place where a request becomes a record.
+ *
+ * Request (what the gateway passes to validate_spec; unknown keys rejected):
+ *   {
+ *     "id":   "abc123",              DNS label, [a-z0-9-], at most 40 bytes
+ *     "name": "my-sandbox",          label value, at most 63 bytes
+ *     "spec": {                      the caller's fields (API body / CLI flags)
+ *       "image": "...",              optional; the driver's default otherwise
+ *       "runtime_class_name": "..",  optional; must be in the operator's allowlist
+ *       "env": {"K": "V"},           optional; may not touch proxy/OpenShell vars
+ *       "labels": {"k": "v"},        optional; may not use openshell.ai/ keys
+ *       "resources": {"cpu": "500m", "memory": "1Gi"}   optional
+ *     },
+ *     "policy": {"restricts_binaries": true}   summary the gateway computed
+ *   }
+ *
+ * Record (validate_spec's output; the gateway stores it and passes it back to
+ * every later call; drivers update only "phase", "message" and "conditions"):
+ *   {
+ *     "id", "name", "driver": "kubernetes",
+ *     "spec": {validated caller fields},
+ *     "placement": {                 resolved once, at creation; start reuses it
+ *       "namespace", "topology", "workload_image", "supervisor_image",
+ *       "workload_runtime_class": "kata" | null,
+ *       "supervisor_runtime_class": "kata-sup" | null   operator's only
+ *     },
+ *     "phase": "Provisioning" | "Running" | "Stopped" | "Failed" | "Deleted",
+ *     "message": "human text, e.g. the API's answer to a failed step",
+ *     "conditions": [{"type", "status", "reason", "message"}]
+ *   }
+ *
+ * Status (status's output): the record's id/name/phase/message/placement plus
+ *   "pods": [{"name", "component", "phase", "ready", "gated",
+ *             "runtimeClassName": "x" | null, "events": [{"type","reason","message"}]}]
+ *
+ * Errors: every call returns < 0 and fills err. err->code == EINVAL means the
+ * request itself was wrong (the gateway answers 400); anything else is a
+ * backend failure whose message carries the backend's own words. */
+#ifndef OS_DRIVER_H
+#define OS_DRIVER_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "error.h"
+
+struct driver;
+
+struct driver_ops {
+	const char *name;
+	/* request -> new record (phase "Provisioning"); EINVAL for a bad request. */
+	int (*validate_spec)(struct driver *d, const json_t *request, json_t **record,
+			     os_error *err);
+	/* Creates every backend object; on failure removes what it created and
+	 * leaves phase "Failed" + message in the record. */
+	int (*create)(struct driver *d, json_t *record, os_error *err);
+	int (*stop)(struct driver *d, json_t *record, os_error *err);
+	int (*start)(struct driver *d, json_t *record, os_error *err);
+	/* Removes everything of the sandbox; idempotent. */
+	int (*delete)(struct driver *d, json_t *record, os_error *err);
+	/* Backend view of one sandbox (see "Status" above). */
+	int (*status)(struct driver *d, json_t *record, json_t **status, os_error *err);
+	/* Brings the backend in line with the records the gateway knows (n may be
+	 * 0): fails closed on broken sandboxes, removes objects of unknown ones,
+	 * advances provisioning. report lists what was done. */
+	int (*reconcile)(struct driver *d, json_t *const *records, size_t n, json_t **report,
+			 os_error *err);
+	void (*free)(struct driver *d);
+};
+
+struct driver {
+	const struct driver_ops *ops;
+};
+
+static inline void cleanup_driverp(struct driver **d)
+{
+	if (*d)
+		(*d)->ops->free(*d);
+}
+#define _cleanup_driver_ __attribute__((cleanup(cleanup_driverp)))
+
+#endif

@@ -1,0 +1,67 @@
+/* k8s_driver.h - the `kubernetes` compute driver (driver.h contract): both
+ * topologies, the lifecycle ordering of KUBERNETES.md with rollback, status,
+ * and reconcile. It never creates a Pod before its fence, never ungates a
+ * workload before its supervisor is Ready and the fence confirmed, and never
+ * retries a supervisor Pod without the class the operator configured. */
+#ifndef OS_K8S_DRIVER_H
+#define OS_K8S_DRIVER_H
+
+#include "driver.h"
+#include "k8s_client.h"
+#include "k8s_render.h"
+
+struct k8s_driver_opts {
+	/* create/start wait this long for the supervisor to be Ready, then ungate;
+	 * 0: return once every object is accepted (reconcile ungates later). */
+	long ready_timeout_ms;
+	long delete_timeout_ms; /* wait for Pods to be gone; default 60000 */
+};
+
+/* Takes ownership of settings (dns_peers) and client, also on failure. The
+ * configuration the settings borrow from must outlive the driver. */
+struct driver *k8s_driver_new(struct k8s_settings *settings, struct k8s_client *client,
+			      const struct k8s_driver_opts *opts, os_error *err);
+
+/* For the harness and benchmarks: the driver's client. */
+struct k8s_client *k8s_driver_client(struct driver *d);
+
+/* ---- internals shared by k8s_driver.c and k8s_reconcile.c ---- */
+
+struct k8s_driver {
+	struct driver base;
+	struct k8s_settings s;
+	struct k8s_client *client;
+	struct k8s_driver_opts opts;
+};
+
+/* The collections a sandbox has objects in, deletion order (Pods first). */
+struct k8s_kind {
+	const char *kind;
+	const char *group_path; /* "/api/v1" or "/apis/networking.k8s.io/v1" */
+	const char *plural;
+};
+extern const struct k8s_kind k8s_kinds[];
+extern const size_t k8s_kinds_len;
+
+/* "/api/v1/namespaces/NS/pods" etc. */
+int k8s_collection(const struct k8s_driver *k, const struct k8s_kind *kind, char *out,
+		   size_t cap, os_error *err);
+/* Lists the objects of kind carrying selector (a label selector, unescaped). */
+int k8s_list_labelled(struct k8s_driver *k, const struct k8s_kind *kind, const char *selector,
+		      json_t **items, os_error *err);
+
+void k8s_record_phase(json_t *record, const char *phase, const char *message);
+
+/* Lifecycle steps reused by reconcile. */
+int k8s_delete_pods(struct k8s_driver *k, const char *id, os_error *err);
+int k8s_remove_all(struct k8s_driver *k, const char *id, os_error *err);
+int k8s_fence_confirmed(struct k8s_driver *k, const json_t *record, os_error *err);
+int k8s_ungate(struct k8s_driver *k, const json_t *record, os_error *err);
+bool k8s_pod_ready(const json_t *pod);
+bool k8s_pod_gated(const json_t *pod);
+
+int k8s_status(struct driver *d, json_t *record, json_t **status, os_error *err);
+int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **report,
+		  os_error *err);
+
+#endif

@@ -1,0 +1,93 @@
+/* k8s_render.h - the Kubernetes driver's pure half: operator settings read
+ * from the configuration, request validation into a sandbox record (placement
+ * resolved once), and the JSON objects of both topologies (KUBERNETES.md).
+ * Nothing here talks to a cluster; nothing a caller sends can reach the
+ * supervisor's placement, image or privileges. */
+#ifndef OS_K8S_RENDER_H
+#define OS_K8S_RENDER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+
+#define K8S_ID_MAX 40
+#define K8S_PROXY_PORT 3128   /* supervisor's egress proxy */
+#define K8S_CONTROL_PORT 7443 /* launcher <-> supervisor authenticated channel */
+#define K8S_SUPERVISOR_UID 65532
+#define K8S_SCHEDULING_GATE "openshell.ai/supervisor-ready"
+
+/* Label keys every object carries. */
+#define K8S_L_MANAGED "app.kubernetes.io/managed-by"
+#define K8S_L_ID "openshell.ai/sandbox-id"
+#define K8S_L_NAME "openshell.ai/sandbox-name"
+#define K8S_L_COMPONENT "openshell.ai/component"
+
+enum k8s_topology { K8S_TOPOLOGY_COMBINED, K8S_TOPOLOGY_DEDICATED };
+
+/* The operator's [openshell.drivers.kubernetes] settings. Strings are
+ * borrowed from the configuration, which must outlive this struct. */
+struct k8s_settings {
+	const char *namespace;
+	enum k8s_topology topology;
+	const char *default_image, *supervisor_image, *pull_policy;
+	char *const *pull_secrets;
+	size_t n_pull_secrets;
+	const char *default_class, *supervisor_class;
+	char *const *allowed_classes;
+	size_t n_allowed;
+	const char *service_account, *gateway_endpoint;
+	json_t *dns_peers; /* owned: [{"namespace_selector", "pod_selector", "port"}] */
+	bool endpoint_only; /* split_binary_identity = "endpoint-only" */
+	const char *storage_size, *storage_class;
+	int64_t uid, gid;
+};
+
+/* Reads and checks the section (supervisor_image set, no empty class names,
+ * the default class inside a non-empty allowlist...). Errors name the key. */
+int k8s_settings_load(const struct config *cfg, struct k8s_settings *s, os_error *err);
+void k8s_settings_release(struct k8s_settings *s);
+const char *k8s_topology_name(enum k8s_topology t);
+
+/* A request (driver.h) -> a new record. EINVAL names what was wrong. */
+int k8s_spec_validate(const struct k8s_settings *s, const json_t *request, json_t **record,
+		      os_error *err);
+
+/* "os-<id>" + suffix ("" for the anchor, "-fence", ...). */
+int k8s_object_name(const json_t *record, const char *suffix, char *out, size_t cap,
+		    os_error *err);
+
+/* Labels of one object of the sandbox. */
+json_t *k8s_labels(const json_t *record, const char *component);
+/* ownerReference to the anchor as created by the API (needs its uid). */
+json_t *k8s_owner_ref(const json_t *anchor);
+
+/* Renderers: each returns a new object, or NULL on ENOMEM. owner (may be
+ * NULL in tests) is an ownerReference (k8s_owner_ref), not stolen. */
+json_t *k8s_render_anchor(const struct k8s_settings *s, const json_t *record);
+json_t *k8s_render_fence(const struct k8s_settings *s, const json_t *record, const json_t *owner);
+json_t *k8s_render_supervisor_netpol(const struct k8s_settings *s, const json_t *record,
+				     const json_t *owner);
+json_t *k8s_render_supervisor_secret(const struct k8s_settings *s, const json_t *record,
+				     const json_t *owner, const char *priv_pem,
+				     const char *pub_pem);
+json_t *k8s_render_trust_secret(const struct k8s_settings *s, const json_t *record,
+				const json_t *owner, const char *pub_pem);
+json_t *k8s_render_pvc(const struct k8s_settings *s, const json_t *record, const json_t *owner);
+json_t *k8s_render_supervisor_pod(const struct k8s_settings *s, const json_t *record,
+				  const json_t *owner);
+json_t *k8s_render_service(const struct k8s_settings *s, const json_t *record,
+			   const json_t *owner);
+json_t *k8s_render_workload_pod(const struct k8s_settings *s, const json_t *record,
+				const json_t *owner);
+json_t *k8s_render_combined_pod(const struct k8s_settings *s, const json_t *record,
+				const json_t *owner);
+
+/* Generates the per-sandbox Ed25519 key pair (PEM) the launcher uses to
+ * verify its supervisor (k8s_keys.c). */
+int k8s_keypair_new(char **priv_pem, char **pub_pem, os_error *err);
+
+#endif

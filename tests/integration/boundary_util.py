@@ -1,0 +1,221 @@
+"""Helpers for the in-pod boundary tests (tests/integration/test_boundary_*.py).
+
+A routed canary network namespace (an RFC 5737 address that exists only
+inside a namespace the test creates; nothing leaves the machine), a canary
+listener that counts every TCP connection and UDP datagram, and a wrapper that
+runs the real openshell-supervisor. Everything created is removed by the
+fixtures' finalizers, even when a test fails."""
+
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.environ.get("OPENSHELL_BUILD", "/work/main/build")
+SUPERVISOR = os.path.join(BUILD, "src", "supervisor", "openshell-supervisor")
+BENCH = os.path.join(BUILD, "src", "supervisor", "boundary-bench")
+LAUNCHER = os.path.join(BUILD, "src", "sandbox", "openshell-sandbox")
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boundary_probe.py")
+CANARY_TCP_PORT = 8080
+CANARY_UDP_PORT = 53
+
+
+def sh(*args, check=True, **kw):
+    return subprocess.run(list(args), check=check, capture_output=True, text=True, **kw)
+
+
+def our_links():
+    """Names of the supervisor-side veths (osbN) in this namespace."""
+    out = sh("ip", "-o", "link", "show").stdout
+    return sorted(re.findall(r"^\d+: (osb\d+)[@:]", out, re.M))
+
+
+def link_of_address(addr):
+    out = sh("ip", "-o", "-4", "addr", "show").stdout
+    for line in out.splitlines():
+        if f" {addr}/" in line:
+            return line.split()[1]
+    return None
+
+
+class Canary:
+    """Canary namespace reachable from the host by a /32 route; a listener
+    inside it records every hit as a line on its stdout."""
+
+    def __init__(self):
+        tag = os.getpid() % 10000
+        self.ns = f"osbt-canary-{tag}"
+        self.host_if, self.ns_if = f"osbtc{tag}h", f"osbtc{tag}n"
+        self.addr = f"203.0.113.{100 + tag % 100}"
+        self.link = (f"10.231.{tag % 250}.1", f"10.231.{tag % 250}.2")
+        self.proc = None
+        self.hits = []
+
+    def up(self):
+        sh("ip", "netns", "add", self.ns)
+        sh("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if,
+           "netns", self.ns)
+        sh("ip", "addr", "add", f"{self.link[0]}/30", "dev", self.host_if)
+        sh("ip", "link", "set", self.host_if, "up")
+        nsx = ("ip", "netns", "exec", self.ns)
+        sh(*nsx, "ip", "addr", "add", f"{self.link[1]}/30", "dev", self.ns_if)
+        sh(*nsx, "ip", "addr", "add", f"{self.addr}/32", "dev", self.ns_if)
+        sh(*nsx, "ip", "link", "set", self.ns_if, "up")
+        sh(*nsx, "ip", "link", "set", "lo", "up")
+        sh(*nsx, "ip", "route", "add", "default", "via", self.link[0])
+        sh("ip", "route", "add", f"{self.addr}/32", "via", self.link[1])
+        # Replies from the canary are forwarded back to sandboxes on this link only.
+        self.sysctl(self.host_if, 1)
+        self.proc = subprocess.Popen(
+            [*nsx, sys.executable, __file__, "canary", self.addr], stdout=subprocess.PIPE)
+        self._pending = ""
+        ready = b""
+        while not ready.endswith(b"\n"):  # byte by byte: nothing after it is buffered
+            ready += os.read(self.proc.stdout.fileno(), 1)
+        assert ready == b"ready\n"
+        return self
+
+    @staticmethod
+    def sysctl(ifname, value):
+        with open(f"/proc/sys/net/ipv4/conf/{ifname}/forwarding", "w") as f:
+            f.write(str(value))
+
+    def poll_hits(self, wait=0.3):
+        """Collects hits seen so far, waiting up to `wait` seconds for stragglers.
+        Reads the raw fd: a buffered readline would hide lines from select()."""
+        fd = self.proc.stdout.fileno()
+        end = time.monotonic() + wait
+        while True:
+            left = end - time.monotonic()
+            r, _, _ = select.select([fd], [], [], max(left, 0))
+            if r:
+                self._pending += os.read(fd, 4096).decode()
+                *done, self._pending = self._pending.split("\n")
+                self.hits.extend(done)
+            elif left <= 0:
+                return list(self.hits)
+
+    def reset(self):
+        self.poll_hits(0.1)
+        self.hits = []
+
+    def down(self):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+        sh("ip", "route", "del", f"{self.addr}/32", check=False)
+        sh("ip", "link", "del", self.host_if, check=False)
+        sh("ip", "netns", "del", self.ns, check=False)
+
+
+def run_canary(addr):
+    """Canary process body: TCP on 8080 and UDP 'DNS' on 53; one line per hit."""
+    import socket
+    t = socket.socket()
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    t.bind((addr, CANARY_TCP_PORT))
+    t.listen(16)
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind((addr, CANARY_UDP_PORT))
+    print("ready", flush=True)
+    while True:
+        r, _, _ = select.select([t, u], [], [])
+        if t in r:
+            c, peer = t.accept()
+            print(f"tcp {peer[0]}", flush=True)
+            c.close()
+        if u in r:
+            data, peer = u.recvfrom(2048)
+            print(f"udp {peer[0]}", flush=True)
+            u.sendto(data[:2] + b"\x81\x80" + data[4:], peer)
+
+
+def sandbox_child_pid(sup_pid, timeout=10):
+    """pid of the launcher (the supervisor's child): it lives in the sandbox netns."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == sup_pid:
+                return int(d)
+        time.sleep(0.02)
+    raise AssertionError("no sandbox process found under the supervisor")
+
+
+class Supervisor:
+    """One openshell-supervisor run (inpod backend) with its audit log."""
+
+    def __init__(self, sandbox_id, argv, port=3128, env=None):
+        self.audit = tempfile.NamedTemporaryFile(prefix="osbt-audit-", delete=False).name
+        self.cmd = [SUPERVISOR, "--backend", "inpod", "--sandbox-id", sandbox_id,
+                    "--proxy-port", str(port), "--launcher", LAUNCHER,
+                    "--audit-log", self.audit, "--", *argv]
+        self.env = dict(os.environ, **(env or {}))
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=self.env)
+        return self
+
+    def wait(self, timeout=60):
+        out, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out, err
+
+    def netns(self):
+        return f"/proc/{sandbox_child_pid(self.proc.pid)}/ns/net"
+
+    def records(self):
+        with open(self.audit) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+        os.unlink(self.audit)
+
+
+def run_probe(sandbox_id, *checks, env=None):
+    """Runs boundary_probe.py as the agent; returns (rc, results, stderr, records)."""
+    sup = Supervisor(sandbox_id, [sys.executable, PROBE, *checks], env=env).start()
+    try:
+        rc, out, err = sup.wait()
+        lines = [l for l in out.splitlines() if l.startswith("{")]
+        return rc, (json.loads(lines[-1]) if lines else None), err, sup.records()
+    finally:
+        sup.stop()
+
+
+def sandbox_links(netns_path):
+    """(agent address, supervisor-side veth) of a running sandbox."""
+    out = in_netns(netns_path, "ip", "-o", "-4", "addr", "show", "dev", "eth0").stdout
+    agent = re.search(r"inet (10\.200\.\d+\.2)/", out).group(1)
+    host = agent.rsplit(".", 1)[0] + ".1"
+    return agent, host, link_of_address(host)
+
+
+def in_netns(netns_path, *argv, **kw):
+    return subprocess.run(["nsenter", f"--net={netns_path}", *argv], capture_output=True,
+                          text=True, **kw)
+
+
+def probe_in_netns(netns_path, *checks):
+    """Runs the probe as root inside an existing sandbox namespace."""
+    r = in_netns(netns_path, sys.executable, PROBE, *checks, timeout=30)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["canary"]:
+    run_canary(sys.argv[2])

@@ -1,0 +1,64 @@
+"""A local upstream for proxy tests: HTTP or HTTPS echo server that records
+every request it receives (method, path, headers, body) as JSON lines, so a
+test can prove what did, and did not, reach the upstream.
+
+usage: upstream_server.py ADDR PORT LOGFILE [CERT KEY]
+"""
+import http.server
+import json
+import ssl
+import sys
+
+
+class Echo(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _handle(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        record = {
+            "method": self.command,
+            "path": self.path,
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "body": body.decode("utf-8", "replace"),
+        }
+        with open(self.server.log, "a") as f:
+            f.write(json.dumps(record) + "\n")
+        if self.path.startswith("/stream"):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(3):
+                chunk = f"data: {i}\n\n".encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        out = json.dumps(record).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(out)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _handle
+
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    addr, port, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    srv = http.server.ThreadingHTTPServer((addr, port), Echo)
+    srv.log = log
+    if len(sys.argv) > 5:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    print("ready", flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
