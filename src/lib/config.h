@@ -14,7 +14,8 @@
  * as-is; integers in decimal; booleans "true"/"false"; string arrays either
  * comma-separated ("a,b"; "" is empty) or as a TOML array ("[\"a\", \"b\"]");
  * string maps and table arrays as a TOML inline value ({k = "v"}, [{...}]).
- * Other OPENSHELL_* variables are none of this module's business and ignored. */
+ * Other OPENSHELL_* variables are none of this module's business and ignored.
+ * A load that fails may have applied part of its input: discard the config. */
 #ifndef OS_CONFIG_H
 #define OS_CONFIG_H
 

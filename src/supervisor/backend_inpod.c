@@ -64,8 +64,8 @@ static int make_netns(struct inpod *p, os_error *err)
 	if (netns_create(&p->netns_fd, err) < 0 || netns_inode(p->netns_fd, &p->netns_ino, err) < 0)
 		return -1;
 	/* Interfaces created later in the namespace get no IPv6 at all. */
-	return write_sysctl_in_ns(p->netns_fd, "/proc/sys/net/ipv6/conf/default/disable_ipv6",
-				  "1", err);
+	return write_sysctl_in_ns(p->netns_fd, "/proc/sys/net/ipv6/conf/default/disable_ipv6", "1",
+				  err);
 }
 
 static int lock_subnets(int *out, os_error *err)
@@ -162,11 +162,11 @@ static int apply_fence(struct inpod *p, os_error *err)
 		return -1;
 	if (inpod_test_fail("nftables")) {
 		/* A jump to a chain that does not exist: the whole batch must be refused. */
-		json_array_append_new(
-			json_object_get(rules, "nftables"),
-			json_pack("{s:{s:{s:s, s:s, s:s, s:[{s:{s:s}}]}}}", "add", "rule",
-				  "family", "inet", "table", NFT_FENCE_TABLE, "chain", "output",
-				  "expr", "jump", "target", "no-such-chain"));
+		json_array_append_new(json_object_get(rules, "nftables"),
+				      json_pack("{s:{s:{s:s, s:s, s:s, s:[{s:{s:s}}]}}}", "add",
+						"rule", "family", "inet", "table", NFT_FENCE_TABLE,
+						"chain", "output", "expr", "jump", "target",
+						"no-such-chain"));
 	}
 	return nft_apply(p->netns_fd, rules, err);
 }

@@ -67,7 +67,9 @@ out:
 int main(int argc, char **argv)
 {
 	uint64_t cycles = 50;
-	struct backend_descriptor d = { .backend = "inpod", .sandbox_id = "bench", .proxy_port = 3128 };
+	struct backend_descriptor d = { .backend = "inpod",
+					.sandbox_id = "bench",
+					.proxy_port = 3128 };
 	os_error err = { 0 };
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--cycles") == 0 &&

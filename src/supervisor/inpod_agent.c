@@ -34,8 +34,8 @@ __attribute__((noreturn)) static void die_child(const char *what)
 	_exit(125);
 }
 
-__attribute__((noreturn)) static void child_exec(const struct inpod *p, pid_t parent,
-						 int spec_fd, int status_fd)
+__attribute__((noreturn)) static void child_exec(const struct inpod *p, pid_t parent, int spec_fd,
+						 int status_fd)
 {
 	sigset_t all;
 	sigemptyset(&all);
@@ -94,12 +94,14 @@ static int judge_status(const char *text, os_error *err)
 	for (const char *line = text; line && *line;) {
 		const char *nl = strchr(line, '\n');
 		size_t len = nl ? (size_t)(nl - line) : strlen(line);
-		_cleanup_json_ json_t *j = len ? json_parse_strict(line, len, STATUS_CAP, NULL) : NULL;
+		_cleanup_json_ json_t *j =
+			len ? json_parse_strict(line, len, STATUS_CAP, NULL) : NULL;
 		const char *step = NULL, *msg = NULL;
 		if (j && json_get_string(j, "step", false, &step, NULL) >= 0 && step &&
 		    json_get_string(j, "message", false, &msg, NULL) == 0 && msg)
 			return os_error_set(err, EPERM, "launcher step %s failed: %s", step, msg);
-		if (j && step && strcmp(step, "exec") == 0 && json_is_true(json_object_get(j, "ok")))
+		if (j && step && strcmp(step, "exec") == 0 &&
+		    json_is_true(json_object_get(j, "ok")))
 			exec_ok = true;
 		line = nl ? nl + 1 : NULL;
 	}

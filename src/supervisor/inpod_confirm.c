@@ -123,8 +123,8 @@ static int probe_ipv6(const struct inpod *p, os_error *err)
 	_cleanup_close_ int s = -1;
 	os_error local = { 0 };
 	if (inside_socket(p, AF_INET6, SOCK_STREAM, &s, &local) < 0)
-		return local.code == EAFNOSUPPORT ? 0 : os_error_set(err, local.code, "%s",
-								     local.msg);
+		return local.code == EAFNOSUPPORT ? 0
+						  : os_error_set(err, local.code, "%s", local.msg);
 	struct sockaddr_in6 dst = { .sin6_family = AF_INET6, .sin6_port = htons(80) };
 	inet_pton(AF_INET6, "2001:db8::1", &dst.sin6_addr); /* documentation prefix */
 	if (connect_outcome(s, (struct sockaddr *)&dst, sizeof(dst)) == 0)

@@ -33,9 +33,10 @@ struct options {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: openshell-supervisor --backend inpod --sandbox-id ID --proxy-port N\n"
-			"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
-			" -- CMD [ARG...]\n");
+	fprintf(stderr,
+		"usage: openshell-supervisor --backend inpod --sandbox-id ID --proxy-port N\n"
+		"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
+		" -- CMD [ARG...]\n");
 }
 
 /* openshell-sandbox next to us (installed) or in the build tree's sibling folder. */
@@ -94,7 +95,8 @@ static int parse_args(int argc, char **argv, struct options *o, os_error *err)
 			return os_error_set(err, EINVAL, "unknown option %s", a);
 	}
 	if (!o->desc.backend || !o->desc.sandbox_id || !o->desc.proxy_port)
-		return os_error_set(err, EINVAL, "--backend, --sandbox-id and --proxy-port are required");
+		return os_error_set(err, EINVAL,
+				    "--backend, --sandbox-id and --proxy-port are required");
 	if (!o->argv || !o->argv[0])
 		return os_error_set(err, EINVAL, "missing agent command after --");
 	if (!o->desc.launcher)

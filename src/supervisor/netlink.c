@@ -170,7 +170,8 @@ static int link_state_cb(const struct nlmsghdr *nlh, void *data)
 	const struct nlattr *attr;
 	mnl_attr_for_each(attr, nlh, sizeof(struct ifinfomsg))
 	{
-		if (mnl_attr_get_type(attr) == IFLA_OPERSTATE && mnl_attr_get_payload_len(attr) == 1)
+		if (mnl_attr_get_type(attr) == IFLA_OPERSTATE &&
+		    mnl_attr_get_payload_len(attr) == 1)
 			st->oper_up = mnl_attr_get_u8(attr) == IF_OPER_UP;
 		if (mnl_attr_get_type(attr) == IFLA_QDISC)
 			st->qdisc_noop = strncmp(mnl_attr_get_payload(attr), "noop",
@@ -195,7 +196,8 @@ int nl_link_wait_ready(struct nl_sock *s, uint32_t index, int timeout_ms, os_err
 		if (st.oper_up && !st.qdisc_noop)
 			return 0;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+		long ms = (now.tv_sec - start.tv_sec) * 1000 +
+			  (now.tv_nsec - start.tv_nsec) / 1000000;
 		if (ms > timeout_ms)
 			return os_error_set(err, ETIMEDOUT, "link %u not up after %d ms", index,
 					    timeout_ms);
@@ -230,8 +232,7 @@ int nl_addr_add4(struct nl_sock *s, uint32_t index, struct in_addr addr, uint8_t
 	return nl_transact(s, nlh, NULL, NULL, "adding IPv4 address", err);
 }
 
-int nl_route_add_default4(struct nl_sock *s, uint32_t index, struct in_addr gateway,
-			  os_error *err)
+int nl_route_add_default4(struct nl_sock *s, uint32_t index, struct in_addr gateway, os_error *err)
 {
 	char buf[NL_SEND_BUF];
 	struct nlmsghdr *nlh = nl_header(buf, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);

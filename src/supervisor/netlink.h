@@ -30,8 +30,7 @@ int nl_link_wait_ready(struct nl_sock *s, uint32_t index, int timeout_ms, os_err
 int nl_addr_add4(struct nl_sock *s, uint32_t index, struct in_addr addr, uint8_t prefix_len,
 		 os_error *err);
 /* Adds 0.0.0.0/0 via gateway on the given link (main table). */
-int nl_route_add_default4(struct nl_sock *s, uint32_t index, struct in_addr gateway,
-			  os_error *err);
+int nl_route_add_default4(struct nl_sock *s, uint32_t index, struct in_addr gateway, os_error *err);
 /* Sets *in_use when any non-default IPv4 route (any table) or any IPv4
  * address of the socket's namespace overlaps net/prefix_len. */
 int nl_prefix4_in_use(struct nl_sock *s, struct in_addr net, uint8_t prefix_len, bool *in_use,

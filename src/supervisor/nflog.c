@@ -145,8 +145,8 @@ static int nflog_setup(struct nflog *l, os_error *err)
 		return -1;
 	/* Deliver each packet at once (the default batches up to 100 for 1 s). */
 	uint32_t qthresh = htonl(1);
-	return nflog_config(l, NFULA_CFG_QTHRESH, &qthresh, sizeof(qthresh), "setting queue threshold",
-			    err);
+	return nflog_config(l, NFULA_CFG_QTHRESH, &qthresh, sizeof(qthresh),
+			    "setting queue threshold", err);
 }
 
 int nflog_open(int ns_fd, uint16_t group, struct nflog **out, os_error *err)

@@ -20,8 +20,8 @@ static json_t *cmd_add(const char *kind, json_t *obj)
 static json_t *chain(const char *name, const char *hook)
 {
 	return cmd_add("chain", json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "family", "inet",
-					  "table", NFT_FENCE_TABLE, "name", name, "type",
-					  "filter", "hook", hook, "prio", 0, "policy", "drop"));
+					  "table", NFT_FENCE_TABLE, "name", name, "type", "filter",
+					  "hook", hook, "prio", 0, "policy", "drop"));
 }
 
 /* A rule is a chain name plus a list of expressions (stolen). */
@@ -45,8 +45,8 @@ static json_t *match_ct_reply(void)
 
 static json_t *match_payload(const char *proto, const char *field, json_t *right)
 {
-	return json_pack("{s:{s:s, s:{s:{s:s, s:s}}, s:o}}", "match", "op", "==", "left",
-			 "payload", "protocol", proto, "field", field, "right", right);
+	return json_pack("{s:{s:s, s:{s:{s:s, s:s}}, s:o}}", "match", "op", "==", "left", "payload",
+			 "protocol", proto, "field", field, "right", right);
 }
 
 static json_t *verdict(const char *v)
@@ -57,30 +57,29 @@ static json_t *verdict(const char *v)
 static json_t *output_rules(const struct nft_fence_spec *spec, const char *proxy)
 {
 	json_t *r = json_array();
-	json_array_append_new(r, rule("output", json_pack("[o,o]", match_meta("oifname",
-									     json_string("lo")),
-							  verdict("accept"))));
-	json_array_append_new(r, rule("output", json_pack("[o,o]", match_ct_reply(),
-							  verdict("accept"))));
+	json_array_append_new(
+		r, rule("output", json_pack("[o,o]", match_meta("oifname", json_string("lo")),
+					    verdict("accept"))));
+	json_array_append_new(
+		r, rule("output", json_pack("[o,o]", match_ct_reply(), verdict("accept"))));
 	json_array_append_new(
 		r, rule("output",
-			json_pack("[o,o,o]",
-				  match_payload("ip", "daddr", json_string(proxy)),
+			json_pack("[o,o,o]", match_payload("ip", "daddr", json_string(proxy)),
 				  match_payload("tcp", "dport", json_integer(spec->proxy_port)),
 				  verdict("accept"))));
 	json_array_append_new(
-		r, rule("output", json_pack("[{s:{s:i, s:s, s:i}}, {s:{s:s, s:i}}]", "limit",
-					    "rate", (json_int_t)spec->log_rate_per_sec, "per",
-					    "second", "burst", (json_int_t)spec->log_burst, "log",
-					    "prefix", spec->log_prefix, "group",
-					    (json_int_t)spec->nflog_group)));
+		r, rule("output",
+			json_pack("[{s:{s:i, s:s, s:i}}, {s:{s:s, s:i}}]", "limit", "rate",
+				  (json_int_t)spec->log_rate_per_sec, "per", "second", "burst",
+				  (json_int_t)spec->log_burst, "log", "prefix", spec->log_prefix,
+				  "group", (json_int_t)spec->nflog_group)));
 	json_array_append_new(r, rule("output", json_pack("[o,{s:{s:s}}]",
 							  match_meta("l4proto", json_string("tcp")),
 							  "reject", "type", "tcp reset")));
-	json_array_append_new(r, rule("output",
-				      json_pack("[o,{s:{s:s, s:s}}]",
-						match_meta("l4proto", json_string("udp")), "reject",
-						"type", "icmpx", "expr", "port-unreachable")));
+	json_array_append_new(
+		r, rule("output",
+			json_pack("[o,{s:{s:s, s:s}}]", match_meta("l4proto", json_string("udp")),
+				  "reject", "type", "icmpx", "expr", "port-unreachable")));
 	json_array_append_new(r, rule("output", json_pack("[o]", verdict("drop"))));
 	return r;
 }
@@ -88,11 +87,11 @@ static json_t *output_rules(const struct nft_fence_spec *spec, const char *proxy
 static json_t *input_rules(void)
 {
 	json_t *r = json_array();
-	json_array_append_new(r, rule("input", json_pack("[o,o]", match_meta("iifname",
-									    json_string("lo")),
-							 verdict("accept"))));
-	json_array_append_new(r, rule("input", json_pack("[o,o]", match_ct_reply(),
-							 verdict("accept"))));
+	json_array_append_new(
+		r, rule("input", json_pack("[o,o]", match_meta("iifname", json_string("lo")),
+					   verdict("accept"))));
+	json_array_append_new(
+		r, rule("input", json_pack("[o,o]", match_ct_reply(), verdict("accept"))));
 	json_array_append_new(r, rule("input", json_pack("[o]", verdict("drop"))));
 	return r;
 }
@@ -111,7 +110,8 @@ json_t *nft_fence_ruleset(const struct nft_fence_spec *spec, os_error *err)
 		return os_error_errno(err, "nft fence: proxy address"), NULL;
 	_cleanup_json_ json_t *cmds = json_pack(
 		"[o,o,o,o]",
-		cmd_add("table", json_pack("{s:s, s:s}", "family", "inet", "name", NFT_FENCE_TABLE)),
+		cmd_add("table",
+			json_pack("{s:s, s:s}", "family", "inet", "name", NFT_FENCE_TABLE)),
 		chain("output", "output"), chain("input", "input"), chain("forward", "forward"));
 	_cleanup_json_ json_t *out = output_rules(spec, proxy);
 	_cleanup_json_ json_t *in = input_rules();

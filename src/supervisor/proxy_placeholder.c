@@ -16,7 +16,8 @@ struct placeholder {
 
 static int ph_start(const struct sockaddr *addr, socklen_t len, void **state, os_error *err)
 {
-	_cleanup_close_ int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	_cleanup_close_ int fd =
+		socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return os_error_errno(err, "proxy placeholder: socket");
 	int one = 1;

@@ -178,8 +178,8 @@ static int find_pid(struct sockowner *o, uint32_t inode, pid_t *pid)
 	return found;
 }
 
-int sockowner_lookup(struct sockowner *o, const struct nflog_packet *pkt, pid_t *pid,
-		     char *binary, size_t cap, os_error *err)
+int sockowner_lookup(struct sockowner *o, const struct nflog_packet *pkt, pid_t *pid, char *binary,
+		     size_t cap, os_error *err)
 {
 	if ((pkt->family != AF_INET && pkt->family != AF_INET6) || !pkt->has_ports)
 		return 0;

@@ -17,7 +17,7 @@ void sockowner_close(struct sockowner *o);
 
 /* Returns 1 and fills *pid and binary[cap] when the socket that sent pkt is
  * still open in the namespace; 0 when it is gone; -1 on error. */
-int sockowner_lookup(struct sockowner *o, const struct nflog_packet *pkt, pid_t *pid,
-		     char *binary, size_t cap, os_error *err);
+int sockowner_lookup(struct sockowner *o, const struct nflog_packet *pkt, pid_t *pid, char *binary,
+		     size_t cap, os_error *err);
 
 #endif

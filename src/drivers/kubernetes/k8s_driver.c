@@ -31,6 +31,14 @@ static struct k8s_driver *K(struct driver *d)
 	return (struct k8s_driver *)d;
 }
 
+/* The topology the sandbox was created with, not today's configuration. */
+static bool dedicated(const json_t *record)
+{
+	const char *t = json_string_value(
+		json_object_get(json_object_get(record, "placement"), "topology"));
+	return t && strcmp(t, "dedicated-supervisor") == 0;
+}
+
 int k8s_collection(const struct k8s_driver *k, const struct k8s_kind *kind, char *out,
 		   size_t cap, os_error *err)
 {
@@ -185,7 +193,7 @@ static int create_secrets(struct k8s_driver *k, const json_t *record, const json
 	explicit_bzero(priv, strlen(priv));
 	if (r < 0)
 		return -1;
-	if (k->s.topology == K8S_TOPOLOGY_DEDICATED &&
+	if (dedicated(record) &&
 	    ensure(k, KIND_SECRET, k8s_render_trust_secret(&k->s, record, owner, pub), fresh,
 		   "Secret (workload trust)", NULL, err) < 0)
 		return -1;
@@ -203,9 +211,8 @@ static int create_base(struct k8s_driver *k, const json_t *record, bool fresh, j
 	*owner = k8s_owner_ref(anchor);
 	if (!*owner)
 		return os_error_set(err, EPROTO, "anchor Secret: the API returned no uid");
-	bool dedicated = k->s.topology == K8S_TOPOLOGY_DEDICATED;
 	/* The fence exists before any Pod of this sandbox can. */
-	if (dedicated &&
+	if (dedicated(record) &&
 	    (ensure(k, KIND_NETPOL, k8s_render_fence(&k->s, record, *owner), fresh,
 		    "NetworkPolicy (fence)", NULL, err) < 0 ||
 	     ensure(k, KIND_NETPOL, k8s_render_supervisor_netpol(&k->s, record, *owner), fresh,
@@ -219,6 +226,12 @@ static int create_base(struct k8s_driver *k, const json_t *record, bool fresh, j
 	return 0;
 }
 
+static void append_hint(os_error *err, const char *hint)
+{
+	size_t n = strlen(err->msg);
+	snprintf(err->msg + n, sizeof err->msg - n, " (%s)", hint);
+}
+
 static const char *class_of(const json_t *record, const char *key)
 {
 	const char *c =
@@ -229,14 +242,16 @@ static const char *class_of(const json_t *record, const char *key)
 static int create_pods(struct k8s_driver *k, const json_t *record, const json_t *owner,
 		       bool fresh, os_error *err)
 {
-	if (k->s.topology == K8S_TOPOLOGY_COMBINED) {
+	if (!dedicated(record)) {
 		if (ensure(k, KIND_POD, k8s_render_combined_pod(&k->s, record, owner), false,
-			   "Pod (combined)", NULL, err) < 0)
-			return os_error_prefix(err, "%s",
-					       "the combined topology needs Pods with NET_ADMIN, "
-					       "SYS_ADMIN and SYS_PTRACE (not admissible under "
-					       "restricted Pod Security; use topology = "
-					       "\"dedicated-supervisor\" there)");
+			   "Pod (combined)", NULL, err) < 0) {
+			if (strstr(err->msg, "PodSecurity"))
+				append_hint(err, "the combined topology runs the supervisor with "
+						 "NET_ADMIN, SYS_ADMIN and SYS_PTRACE, which restricted "
+						 "Pod Security refuses; use topology = "
+						 "\"dedicated-supervisor\" in this namespace");
+			return -1;
+		}
 		return 0;
 	}
 	if (ensure(k, KIND_POD, k8s_render_supervisor_pod(&k->s, record, owner), false,
@@ -325,7 +340,7 @@ static int provision(struct k8s_driver *k, json_t *record, bool fresh, os_error 
 	    create_pods(k, record, owner, fresh, err) < 0)
 		return -1;
 	k8s_record_phase(record, "Provisioning", "all objects accepted");
-	if (k->s.topology == K8S_TOPOLOGY_DEDICATED && k->opts.ready_timeout_ms > 0)
+	if (dedicated(record) && k->opts.ready_timeout_ms > 0)
 		return activate(k, record, err);
 	return 0;
 }

@@ -51,6 +51,12 @@ int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out
  * kept-alive connections judge their next request by the new generation. */
 void proxy_policy_changed(struct proxy *p);
 unsigned proxy_conn_count(const struct proxy *p);
+/* Binds caller identity once the agent's entry process exists (the proxy
+ * must listen before the boundary is confirmed, i.e. before any agent runs).
+ * Until then every connection is treated as unidentified. Takes ownership. */
+void proxy_set_identity(struct proxy *p, struct identity_ctx *id);
+/* Raises RLIMIT_NOFILE to its hard limit: each tunnel holds six fds. */
+void proxy_raise_fd_limit(void);
 void proxy_free(struct proxy *p);
 
 #endif

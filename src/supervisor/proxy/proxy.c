@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -51,6 +52,21 @@ struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial)
 unsigned proxy_conn_count(const struct proxy *p)
 {
 	return p->n_conns;
+}
+
+void proxy_set_identity(struct proxy *p, struct identity_ctx *id)
+{
+	identity_ctx_free(p->cfg.identity);
+	p->cfg.identity = id;
+}
+
+void proxy_raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static void conn_free(struct loop *l, void *data)

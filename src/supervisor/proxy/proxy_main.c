@@ -46,7 +46,7 @@ static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
 {
 	o->sandbox_id = "standalone";
 	o->identity_pid = -1;
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		const char **slot = !strcmp(a, "--listen")	  ? &o->listen
 				    : !strcmp(a, "--policy")	  ? &o->policy
@@ -75,7 +75,6 @@ static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
 		} else {
 			return os_error_set(err, EINVAL, "unknown option %s", a);
 		}
-		i++;
 	}
 	if (!o->listen || !o->policy)
 		return os_error_set(err, EINVAL, "--listen and --policy are required");
@@ -195,6 +194,7 @@ static int run(struct state *st, os_error *err)
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
+	proxy_raise_fd_limit();
 	log_init("openshell-proxy", LOG_LVL_INFO, LOG_FMT_AUTO, 2);
 	struct state st = { 0 };
 	os_error err = { 0 };

@@ -1,0 +1,273 @@
+/* k8s_reconcile.c - what the cluster says about sandboxes: per-Pod status with
+ * Events, fence confirmation, ungating, and reconcile (fail closed when a
+ * workload lost its supervisor or fence; remove objects of unknown sandboxes).
+ * It never ungates a workload whose supervisor is not Ready. */
+#include <errno.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "json.h"
+#include "k8s_driver.h"
+#include "parse.h"
+
+static const json_t *labels_of(const json_t *obj)
+{
+	return json_object_get(json_object_get(obj, "metadata"), "labels");
+}
+
+static const char *label(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(labels_of(obj), key));
+}
+
+bool k8s_pod_ready(const json_t *pod)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
+	{
+		const char *t = json_string_value(json_object_get(c, "type"));
+		const char *s = json_string_value(json_object_get(c, "status"));
+		if (t && s && strcmp(t, "Ready") == 0)
+			return strcmp(s, "True") == 0;
+	}
+	return false;
+}
+
+bool k8s_pod_gated(const json_t *pod)
+{
+	return json_array_size(json_object_get(json_object_get(pod, "spec"), "schedulingGates")) >
+	       0;
+}
+
+static bool terminating(const json_t *obj)
+{
+	return json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp") != NULL;
+}
+
+/* The fence exists, is not being deleted, and is exactly what we render. */
+int k8s_fence_confirmed(struct k8s_driver *k, const json_t *record, os_error *err)
+{
+	char coll[512], name[96], path[700];
+	_cleanup_json_ json_t *live = NULL, *want = k8s_render_fence(&k->s, record, NULL);
+	if (!want)
+		return os_error_set(err, ENOMEM, "fence: out of memory");
+	if (k8s_collection(k, &k8s_kinds[4], coll, sizeof coll, err) < 0 ||
+	    k8s_object_name(record, "-fence", name, sizeof name, err) < 0 ||
+	    str_format(path, sizeof path, err, "%s/%s", coll, name) < 0)
+		return -1;
+	if (k8s_call(k->client, "GET", path, NULL, NULL, &live, NULL, err) < 0)
+		return os_error_prefix(err, "confirming the fence");
+	if (terminating(live) ||
+	    !json_equal(json_object_get(live, "spec"), json_object_get(want, "spec")))
+		return os_error_set(err, EPERM,
+				    "fence NetworkPolicy %s is being deleted or differs from the "
+				    "rendered one: the workload stays gated",
+				    name);
+	return 0;
+}
+
+int k8s_ungate(struct k8s_driver *k, const json_t *record, os_error *err)
+{
+	char coll[512], name[96], path[700];
+	_cleanup_json_ json_t *patch = json_pack("{s:{s:n}}", "spec", "schedulingGates");
+	if (k8s_collection(k, &k8s_kinds[0], coll, sizeof coll, err) < 0 ||
+	    k8s_object_name(record, "-workload", name, sizeof name, err) < 0 ||
+	    str_format(path, sizeof path, err, "%s/%s", coll, name) < 0)
+		return -1;
+	if (k8s_call(k->client, "PATCH", path, patch, "application/merge-patch+json", NULL, NULL,
+		     err) < 0)
+		return os_error_prefix(err, "removing the scheduling gate of %s", name);
+	return 0;
+}
+
+static json_t *pod_events(struct k8s_driver *k, const char *pod)
+{
+	char sel[256], q[512], path[1200];
+	_cleanup_json_ json_t *list = NULL;
+	json_t *out = json_array(), *ev;
+	size_t i;
+	if (str_format(sel, sizeof sel, NULL, "involvedObject.name=%s", pod) < 0 ||
+	    k8s_query_escape(sel, q, sizeof q, NULL) < 0 ||
+	    str_format(path, sizeof path, NULL, "/api/v1/namespaces/%s/events?fieldSelector=%s",
+		       k->s.namespace, q) < 0 ||
+	    k8s_call(k->client, "GET", path, NULL, NULL, &list, NULL, NULL) < 0)
+		return out;
+	json_array_foreach(json_object_get(list, "items"), i, ev)
+	{
+		json_array_append_new(out, json_pack("{s:O?, s:O?, s:O?, s:O?}", "type",
+						     json_object_get(ev, "type"), "reason",
+						     json_object_get(ev, "reason"), "message",
+						     json_object_get(ev, "message"), "count",
+						     json_object_get(ev, "count")));
+	}
+	return out;
+}
+
+static json_t *pod_summary(struct k8s_driver *k, const json_t *pod)
+{
+	const char *name =
+		json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+	const json_t *rc = json_object_get(json_object_get(pod, "spec"), "runtimeClassName");
+	return json_pack("{s:s?, s:s?, s:O?, s:b, s:b, s:b, s:O, s:o}", "name", name, "component",
+			 label(pod, K8S_L_COMPONENT), "phase",
+			 json_object_get(json_object_get(pod, "status"), "phase"), "ready",
+			 k8s_pod_ready(pod), "gated", k8s_pod_gated(pod), "terminating",
+			 terminating(pod), "runtimeClassName", rc ? rc : json_null(), "events",
+			 pod_events(k, name ? name : ""));
+}
+
+static int sandbox_pods(struct k8s_driver *k, const char *id, json_t **pods, os_error *err)
+{
+	char sel[256];
+	if (str_format(sel, sizeof sel, err, "%s=openshell,%s=%s", K8S_L_MANAGED, K8S_L_ID, id) <
+	    0)
+		return -1;
+	return k8s_list_labelled(k, &k8s_kinds[0], sel, pods, err);
+}
+
+int k8s_status(struct driver *d, json_t *record, json_t **status, os_error *err)
+{
+	struct k8s_driver *k = (struct k8s_driver *)d;
+	_cleanup_json_ json_t *pods = NULL;
+	json_t *p;
+	size_t i;
+	if (sandbox_pods(k, json_string_value(json_object_get(record, "id")), &pods, err) < 0)
+		return -1;
+	json_t *summaries = json_array();
+	json_array_foreach(pods, i, p)
+	{
+		json_array_append_new(summaries, pod_summary(k, p));
+	}
+	*status = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:o}", "id",
+			    json_object_get(record, "id"), "name", json_object_get(record, "name"),
+			    "phase", json_object_get(record, "phase"), "message",
+			    json_object_get(record, "message"), "placement",
+			    json_object_get(record, "placement"), "conditions",
+			    json_object_get(record, "conditions"), "pods", summaries);
+	return *status ? 0 : os_error_set(err, ENOMEM, "status: out of memory");
+}
+
+/* ---- reconcile ---- */
+
+static const json_t *find_component(const json_t *pods, const char *component)
+{
+	size_t i;
+	json_t *p;
+	json_array_foreach(pods, i, p)
+	{
+		const char *c = label(p, K8S_L_COMPONENT);
+		if (c && strcmp(c, component) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+static void report(json_t *rep, const char *id, const char *action, const char *why)
+{
+	json_array_append_new(rep, json_pack("{s:s, s:s, s:s}", "id", id, "action", action,
+					     "reason", why));
+}
+
+static bool supervisor_alive(const json_t *sup)
+{
+	const char *phase =
+		json_string_value(json_object_get(json_object_get(sup, "status"), "phase"));
+	return sup && !terminating(sup) &&
+	       !(phase && (strcmp(phase, "Failed") == 0 || strcmp(phase, "Succeeded") == 0));
+}
+
+/* One known dedicated sandbox: fail closed, or move provisioning on. */
+static int reconcile_one(struct k8s_driver *k, json_t *record, json_t *rep, os_error *err)
+{
+	const char *id = json_string_value(json_object_get(record, "id"));
+	_cleanup_json_ json_t *pods = NULL;
+	os_error why = { 0 };
+	if (sandbox_pods(k, id, &pods, err) < 0)
+		return -1;
+	const json_t *wl = find_component(pods, "workload");
+	const json_t *sup = find_component(pods, "supervisor");
+	if (!wl)
+		return 0;
+	bool fence_ok = k8s_fence_confirmed(k, record, &why) == 0;
+	if (!supervisor_alive(sup) || !fence_ok) {
+		const char *reason = !supervisor_alive(sup)
+					     ? "supervisor Pod gone: workload stopped (fail closed)"
+					     : why.msg;
+		if (k8s_delete_pods(k, id, err) < 0)
+			return -1;
+		k8s_record_phase(record, "Stopped", reason);
+		report(rep, id, "stopped", reason);
+		return 0;
+	}
+	if (k8s_pod_gated(wl) && k8s_pod_ready(sup)) {
+		if (k8s_ungate(k, record, err) < 0)
+			return -1;
+		k8s_record_phase(record, "Running", "supervisor Ready, fence confirmed, workload ungated");
+		report(rep, id, "ungated", "supervisor Ready and fence confirmed");
+	}
+	return 0;
+}
+
+static bool known(json_t *const *records, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *r = json_string_value(json_object_get(records[i], "id"));
+		if (r && strcmp(r, id) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Sandbox ids that own objects here but that no record knows. */
+static int collect_orphans(struct k8s_driver *k, json_t *const *records, size_t n, json_t *ids,
+			   os_error *err)
+{
+	for (size_t kind = 0; kind < k8s_kinds_len; kind++) {
+		_cleanup_json_ json_t *items = NULL;
+		size_t i;
+		json_t *o;
+		if (k8s_list_labelled(k, &k8s_kinds[kind], K8S_L_MANAGED "=openshell", &items,
+				      err) < 0)
+			return -1;
+		json_array_foreach(items, i, o)
+		{
+			const char *id = label(o, K8S_L_ID);
+			if (id && !known(records, n, id))
+				json_object_set_new(ids, id, json_true());
+		}
+	}
+	return 0;
+}
+
+int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **out,
+		  os_error *err)
+{
+	struct k8s_driver *k = (struct k8s_driver *)d;
+	_cleanup_json_ json_t *rep = json_array(), *orphans = json_object();
+	const char *id;
+	json_t *v;
+	if (!rep || !orphans)
+		return os_error_set(err, ENOMEM, "reconcile: out of memory");
+	if (collect_orphans(k, records, n, orphans, err) < 0)
+		return os_error_prefix(err, "reconcile");
+	json_object_foreach(orphans, id, v)
+	{
+		if (k8s_remove_all(k, id, err) < 0)
+			return os_error_prefix(err, "reconcile: removing orphan %s", id);
+		report(rep, id, "removed-orphan", "no sandbox record");
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *phase = json_string_value(json_object_get(records[i], "phase"));
+		const char *topo = json_string_value(
+			json_object_get(json_object_get(records[i], "placement"), "topology"));
+		if (!topo || strcmp(topo, "dedicated-supervisor") != 0 ||
+		    (phase && (strcmp(phase, "Stopped") == 0 || strcmp(phase, "Deleted") == 0)))
+			continue;
+		if (reconcile_one(k, records[i], rep, err) < 0)
+			return os_error_prefix(err, "reconcile %s",
+					       json_string_value(json_object_get(records[i], "id")));
+	}
+	*out = steal_ptr(rep);
+	return 0;
+}
