@@ -35,20 +35,22 @@ static int gen_policy(struct buf *b, size_t n, os_error *err)
 			       i / PER_POLICY, i) < 0)
 			return -1;
 		const char *glob = i % 4 == 1 ? "*." : "**.";
-		int r = i % 2 == 0 ? buf_printf(b, err, "      - host: h%zu.svc%zu.example.com\n", i,
-						i % 97)
-				   : buf_printf(b, err, "      - host: \"%sg%zu.example.net\"\n", glob, i);
+		int r = i % 2 == 0 ? buf_printf(b, err, "      - host: h%zu.svc%zu.example.com\n",
+						i, i % 97)
+				   : buf_printf(b, err, "      - host: \"%sg%zu.example.net\"\n",
+						glob, i);
 		if (r < 0 || buf_printf(b, err, "        port: 443\n") < 0)
 			return -1;
 		if (i % 10 == 0 &&
-		    buf_append_str(b,
-				   "        protocol: rest\n        rules:\n"
-					    "          - allow: { method: GET, path: \"/repos/**\" }\n"
-					    "          - allow: { method: POST, path: \"/repos/*/issues\" }\n"
-					    "          - allow: { method: GET, path: /search, query: "
-					    "{ q: \"lang-*\" } }\n"
-					    "        deny_rules: [{ method: \"*\", path: \"/admin/**\" }]\n",
-				   err) < 0)
+		    buf_append_str(
+			    b,
+			    "        protocol: rest\n        rules:\n"
+			    "          - allow: { method: GET, path: \"/repos/**\" }\n"
+			    "          - allow: { method: POST, path: \"/repos/*/issues\" }\n"
+			    "          - allow: { method: GET, path: /search, query: "
+			    "{ q: \"lang-*\" } }\n"
+			    "        deny_rules: [{ method: \"*\", path: \"/admin/**\" }]\n",
+			    err) < 0)
 			return -1;
 	}
 	return 0;
@@ -115,8 +117,8 @@ static int measure(size_t n, size_t iters, struct figures *f)
 		s = now_ns();
 		for (size_t i = 0; i < iters; i++) {
 			policy_decide_request(g, rest, i & 1 ? "GET" : "POST",
-					      i & 1 ? "/repos/a/b/c?x=1" : "/repos/a/issues", NULL, 0,
-					      &d);
+					      i & 1 ? "/repos/a/b/c?x=1" : "/repos/a/issues", NULL,
+					      0, &d);
 			sink += d.verdict;
 		}
 		l7[round] = (now_ns() - s) / (double)iters;

@@ -34,6 +34,7 @@ int nb_addr_parse(const char *spec, struct nb_addr *out, os_error *err)
 {
 	const char *colon = strrchr(spec, ':');
 	char host[INET_ADDRSTRLEN];
+	memset(out, 0, sizeof *out);
 	size_t len = colon ? (size_t)(colon - spec) : 0;
 	if (!colon || len == 0 || len >= sizeof host)
 		return os_error_set(err, EINVAL, "expected IPV4:PORT, got \"%s\"", spec);
@@ -42,11 +43,36 @@ int nb_addr_parse(const char *spec, struct nb_addr *out, os_error *err)
 	return nb_addr_parse2(host, colon + 1, out, err);
 }
 
+/* A name is only ever written into a CONNECT line for the proxy to judge and
+ * resolve; netbench itself never looks it up. */
+int nb_target_parse(const char *spec, struct nb_addr *out, os_error *err)
+{
+	const char *colon = strrchr(spec, ':');
+	uint64_t p;
+	if (nb_addr_parse(spec, out, NULL) == 0)
+		return 0;
+	if (!colon || colon == spec || (size_t)(colon - spec) > 253)
+		return os_error_set(err, EINVAL, "expected HOST:PORT, got \"%s\"", spec);
+	for (const char *c = spec; c < colon; c++) {
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'))
+			return os_error_set(err, EINVAL, "bad character in host of \"%s\"", spec);
+	}
+	if (parse_u64_str(colon + 1, 1, 65535, &p, err) < 0)
+		return os_error_prefix(err, "port of \"%s\"", spec);
+	memset(out, 0, sizeof *out);
+	out->sin.sin_family = AF_UNSPEC; /* a name: usable through a proxy only */
+	return str_copy(out->text, sizeof out->text, spec, err);
+}
+
 int nb_connect(const struct nb_addr *a, int timeout_s, os_error *err)
 {
 	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	struct timeval tv = { .tv_sec = timeout_s };
+	if (a->sin.sin_family != AF_INET)
+		return os_error_set(err, EINVAL, "%s: direct connections need an IPv4 literal",
+				    a->text);
 	if (fd < 0)
 		return os_error_errno(err, "socket");
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0 ||
@@ -81,7 +107,8 @@ static int read_head(int fd, char *head, size_t cap, os_error *err)
 		if (r < 0)
 			return os_error_errno(err, "reading the CONNECT answer");
 		if (r == 0)
-			return os_error_set(err, ECONNRESET, "proxy closed before answering CONNECT");
+			return os_error_set(err, ECONNRESET,
+					    "proxy closed before answering CONNECT");
 		n++;
 		if (n >= 4 && !memcmp(head + n - 4, "\r\n\r\n", 4)) {
 			head[n] = '\0';

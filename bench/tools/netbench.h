@@ -14,7 +14,8 @@
  * 1,000 plus headroom); more are refused, never queued without limit. */
 #define NB_MAX_CONNS 8192
 
-/* An IPv4 literal and port; "HOST:PORT" is kept for CONNECT lines. */
+/* An IPv4 literal and port (sin_family AF_INET), or a name only a proxy may
+ * resolve (AF_UNSPEC); "HOST:PORT" is kept for CONNECT lines. */
 struct nb_addr {
 	struct sockaddr_in sin;
 	char text[64];
@@ -22,6 +23,9 @@ struct nb_addr {
 
 /* Parses "A.B.C.D:PORT" (IPv4 literal only: netbench never resolves names). */
 int nb_addr_parse(const char *spec, struct nb_addr *out, os_error *err);
+/* "HOST:PORT" where HOST may also be a DNS name (letters, digits, '.', '-'),
+ * kept as text for a CONNECT line; never resolved here. */
+int nb_target_parse(const char *spec, struct nb_addr *out, os_error *err);
 /* Same from separate ADDR and PORT arguments. */
 int nb_addr_parse2(const char *host, const char *port, struct nb_addr *out, os_error *err);
 /* Blocking connected TCP socket with TCP_NODELAY and a receive/send timeout. */

@@ -49,6 +49,17 @@
 
 struct driver;
 
+/* Per-sandbox material kept out of the record (secrets, policy text); any
+ * field may be NULL (unchanged). credentials and inference are the JSON the
+ * supervisor's --credentials / --inference files take. */
+struct driver_material {
+	const char *policy_yaml;
+	const char *credentials_json;
+	const char *inference_json;
+	const char *sandbox_token;
+	const char *gateway_url;
+};
+
 struct driver_ops {
 	const char *name;
 	/* request -> new record (phase "Provisioning"); EINVAL for a bad request. */
@@ -69,6 +80,12 @@ struct driver_ops {
 	int (*reconcile)(struct driver *d, json_t *const *records, size_t n, json_t **report,
 			 os_error *err);
 	void (*free)(struct driver *d);
+	/* Optional (NULL: not supported). Hands the sandbox what its supervisor
+	 * must hold but the record must not (see struct driver_material), before
+	 * create/start and again on a policy update; a running supervisor is
+	 * told to reload. Added for the local driver. */
+	int (*configure)(struct driver *d, json_t *record, const struct driver_material *m,
+			 os_error *err);
 };
 
 struct driver {

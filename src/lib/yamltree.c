@@ -108,8 +108,7 @@ static int attach(struct builder *b, struct ynode *n, yaml_mark_t m, os_error *e
 	return 0;
 }
 
-static struct ynode *node_new(struct builder *b, enum ynode_kind kind, yaml_mark_t m,
-			      os_error *err)
+static struct ynode *node_new(struct builder *b, enum ynode_kind kind, yaml_mark_t m, os_error *err)
 {
 	if (b->tree->n_nodes >= YTREE_MAX_NODES) {
 		at(err, b, m, "too many nodes (limit 262144)");
@@ -148,8 +147,7 @@ static int on_scalar(struct builder *b, const yaml_event_t *ev, os_error *err)
 	return attach(b, n, ev->start_mark, err);
 }
 
-static int on_start(struct builder *b, const yaml_event_t *ev, enum ynode_kind kind,
-		    os_error *err)
+static int on_start(struct builder *b, const yaml_event_t *ev, enum ynode_kind kind, os_error *err)
 {
 	if (b->depth >= YTREE_MAX_DEPTH)
 		return at(err, b, ev->start_mark, "nesting deeper than 64 levels");

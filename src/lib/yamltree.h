@@ -10,9 +10,9 @@
 #include "error.h"
 
 #define YTREE_MAX_INPUT (4u * 1024 * 1024) /* bytes per document */
-#define YTREE_MAX_DEPTH 64                 /* nested collections */
-#define YTREE_MAX_NODES 262144             /* nodes per document */
-#define YTREE_MAX_SCALAR (64u * 1024)      /* bytes per scalar */
+#define YTREE_MAX_DEPTH 64 /* nested collections */
+#define YTREE_MAX_NODES 262144 /* nodes per document */
+#define YTREE_MAX_SCALAR (64u * 1024) /* bytes per scalar */
 
 enum ynode_kind { YNODE_SCALAR, YNODE_SEQUENCE, YNODE_MAPPING };
 

@@ -15,11 +15,11 @@
 /* Documented limits (POLICY.md "Limits"). */
 #define POLICY_MAX_POLICIES 1024
 #define POLICY_MAX_ENDPOINTS 4096 /* in the whole file */
-#define POLICY_MAX_PATHS 256      /* filesystem paths in total */
+#define POLICY_MAX_PATHS 256 /* filesystem paths in total */
 #define POLICY_MAX_PATH_LEN 4096
 #define POLICY_MAX_BINARIES 1024 /* per policy */
-#define POLICY_MAX_RULES 1024    /* rules + deny_rules per endpoint */
-#define POLICY_MAX_ERRORS 64     /* collected before the loader gives up */
+#define POLICY_MAX_RULES 1024 /* rules + deny_rules per endpoint */
+#define POLICY_MAX_ERRORS 64 /* collected before the loader gives up */
 #define POLICY_NAME_MAX 128
 
 enum policy_protocol { POLICY_PROTO_NONE = 0, POLICY_PROTO_TCP, POLICY_PROTO_REST };
@@ -28,9 +28,9 @@ enum policy_tls { POLICY_TLS_AUTO = 0, POLICY_TLS_SKIP };
 enum policy_enforcement { POLICY_ENF_ENFORCE = 0, POLICY_ENF_AUDIT };
 enum policy_access {
 	POLICY_ACCESS_NONE = 0,
-	POLICY_ACCESS_READ_ONLY,  /* GET HEAD OPTIONS, any path */
+	POLICY_ACCESS_READ_ONLY, /* GET HEAD OPTIONS, any path */
 	POLICY_ACCESS_READ_WRITE, /* + POST PUT PATCH */
-	POLICY_ACCESS_FULL,       /* every method */
+	POLICY_ACCESS_FULL, /* every method */
 };
 enum policy_landlock { POLICY_LANDLOCK_BEST_EFFORT = 0, POLICY_LANDLOCK_HARD_REQUIREMENT };
 
@@ -44,7 +44,7 @@ struct policy_query {
 
 struct policy_rule {
 	char *method; /* upper case, or "*" */
-	char *path;   /* glob on the canonical path */
+	char *path; /* glob on the canonical path */
 	struct policy_query *query;
 	size_t n_query;
 };
@@ -66,7 +66,7 @@ struct policy_endpoint {
 	char *credential_provider; /* credential_binding.provider, or NULL */
 	unsigned line, col;
 	size_t policy_index; /* back-reference into policy_doc.networks */
-	size_t index;        /* position in its policy's endpoints */
+	size_t index; /* position in its policy's endpoints */
 };
 
 struct policy_binary {
@@ -156,10 +156,10 @@ enum policy_verdict { POLICY_DENY = 0, POLICY_ALLOW, POLICY_AUDIT };
 /* Closed set; names are stable (audit log). */
 enum policy_reason {
 	POLICY_R_ALLOWED = 0,
-	POLICY_R_NO_ENDPOINT,        /* no policy names this host */
-	POLICY_R_PORT_NOT_ALLOWED,   /* host known, port not */
+	POLICY_R_NO_ENDPOINT, /* no policy names this host */
+	POLICY_R_PORT_NOT_ALLOWED, /* host known, port not */
 	POLICY_R_BINARY_NOT_ALLOWED, /* host:port known, no policy with a caller binary */
-	POLICY_R_BINARY_UNKNOWN,     /* caller identity could not be resolved */
+	POLICY_R_BINARY_UNKNOWN, /* caller identity could not be resolved */
 	POLICY_R_INVALID_HOST,
 	POLICY_R_METADATA_HOST,
 	POLICY_R_SSRF_ALWAYS_BLOCKED,
@@ -181,7 +181,7 @@ struct policy_decision {
 	enum policy_reason reason;
 	const char *policy; /* matched policy name (smallest), or NULL */
 	const struct policy_endpoint *endpoint; /* L4 match, NULL on deny */
-	char rule[64];      /* "rules[2]", "deny_rules[0]", "access:read-only" or "" */
+	char rule[64]; /* "rules[2]", "deny_rules[0]", "access:read-only" or "" */
 	char detail[POLICY_DETAIL_MAX]; /* for humans; never a query string or secret */
 };
 
@@ -201,8 +201,8 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 			   size_t canon_cap, struct policy_decision *out);
 
 /* SSRF: the resolved address a of an allowed endpoint, before connecting. */
-void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a,
-			   uint16_t port, struct policy_decision *out);
+void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a, uint16_t port,
+			   struct policy_decision *out);
 
 /* Credential binding: may provider's secrets be sent to host:port? */
 bool policy_credential_allowed(const struct policy_gen *g, const char *provider, const char *host,

@@ -192,7 +192,7 @@ static void finish(struct policy_decision *out, const struct policy_endpoint *ep
 		   enum policy_reason r, const char *m, const char *path)
 {
 	out->reason = r;
-	out->verdict = !violation			    ? POLICY_ALLOW
+	out->verdict = !violation			     ? POLICY_ALLOW
 		       : ep->enforcement == POLICY_ENF_AUDIT ? POLICY_AUDIT
 							     : POLICY_DENY;
 	snprintf(out->detail, sizeof out->detail, "%s %.200s %s by %s of policy %s", m, path,

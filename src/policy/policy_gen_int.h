@@ -36,9 +36,9 @@ struct policy_gen {
 	atomic_size_t refs;
 	struct policy_doc *doc;
 	struct host_table exact; /* `api.example.com`, IP literals */
-	struct host_table one;   /* `*.d` filed under d */
+	struct host_table one; /* `*.d` filed under d */
 	struct host_table multi; /* `**.d` filed under d */
-	struct bin_set *bins;    /* one per doc->networks[i] */
+	struct bin_set *bins; /* one per doc->networks[i] */
 };
 
 uint64_t host_hash(const char *s);

@@ -346,7 +346,8 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 	bool has_port = ynode_map_get(n, "port"), has_ports = ynode_map_get(n, "ports");
 	if (has_port == has_ports)
 		lerr(c, n, "%s (an integer 1..65535 or a list of them)",
-		     has_port ? "port and ports cannot be combined, use one" : "port: required key missing");
+		     has_port ? "port and ports cannot be combined, use one"
+			      : "port: required key missing");
 }
 
 void load_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)

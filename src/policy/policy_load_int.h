@@ -43,8 +43,8 @@ bool want_seq(struct lctx *c, const struct ynode *n, bool nonempty);
 bool get_str(struct lctx *c, const struct ynode *n, const char *what, const char **out);
 bool get_bool(struct lctx *c, const struct ynode *n, bool *out);
 /* A plain decimal integer in [min, max]. */
-bool get_uint(struct lctx *c, const struct ynode *n, uint64_t min, uint64_t max,
-	      const char *what, uint64_t *out);
+bool get_uint(struct lctx *c, const struct ynode *n, uint64_t min, uint64_t max, const char *what,
+	      uint64_t *out);
 /* Duplicates s, recording ENOMEM. */
 char *ldup(struct lctx *c, const char *s);
 

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,12 +20,16 @@
 #include "fdutil.h"
 #include "json.h"
 #include "parse.h"
-#include "proxy.h"
+#include "egress.h"
+#include "log.h"
+#include "loop.h"
 
 struct options {
 	struct backend_descriptor desc;
+	struct egress_options egress;
 	const char *audit_log;
 	const char *user, *group;
+	char run_dir_buf[PATH_MAX];
 	char **argv; /* the agent command */
 	char launcher_buf[PATH_MAX];
 };
@@ -89,14 +92,39 @@ static int parse_args(int argc, char **argv, struct options *o, os_error *err)
 			o->audit_log = v;
 		else if (strcmp(a, "--user") == 0)
 			o->user = v;
+		else if (strcmp(a, "--policy") == 0)
+			o->egress.policy_path = v;
+		else if (strcmp(a, "--credentials") == 0)
+			o->egress.credentials_path = v;
+		else if (strcmp(a, "--inference") == 0)
+			o->egress.inference_path = v;
+		else if (strcmp(a, "--hosts") == 0)
+			o->egress.hosts_file = v;
+		else if (strcmp(a, "--dns") == 0)
+			o->egress.dns_servers = v;
+		else if (strcmp(a, "--upstream-ca") == 0)
+			o->egress.upstream_ca = v;
+		else if (strcmp(a, "--run-dir") == 0)
+			o->egress.run_dir = v;
+		else if (strcmp(a, "--workdir") == 0)
+			o->egress.workdir = v;
 		else if (strcmp(a, "--group") == 0)
 			o->group = v;
 		else
 			return os_error_set(err, EINVAL, "unknown option %s", a);
 	}
-	if (!o->desc.backend || !o->desc.sandbox_id || !o->desc.proxy_port)
+	if (!o->desc.backend || !o->desc.sandbox_id || !o->desc.proxy_port ||
+	    !o->egress.policy_path)
 		return os_error_set(err, EINVAL,
-				    "--backend, --sandbox-id and --proxy-port are required");
+				    "--backend, --sandbox-id, --proxy-port and --policy are required");
+	o->egress.sandbox_id = o->desc.sandbox_id;
+	o->egress.audit_log = o->audit_log;
+	if (!o->egress.run_dir) {
+		if (str_format(o->run_dir_buf, sizeof o->run_dir_buf, err, "/run/openshell/%s",
+			       o->desc.sandbox_id) < 0)
+			return -1;
+		o->egress.run_dir = o->run_dir_buf;
+	}
 	if (!o->argv || !o->argv[0])
 		return os_error_set(err, EINVAL, "missing agent command after --");
 	if (!o->desc.launcher)
@@ -155,86 +183,156 @@ static int exit_code(int ws)
 	return 1;
 }
 
-/* Waits for the agent while serving the proxy and the backend monitor. */
-static int serve(struct backend_instance *inst, backend_running *run, const struct proxy_ops *px,
-		 void *pstate, int sigfd, int *agent_status)
+/* Everything the running supervisor waits on, on one event loop. */
+struct session {
+	struct loop *loop;
+	struct backend_instance *inst;
+	backend_running *running;
+	struct egress *egress;
+	int status;
+	bool stopped_by_signal;
+	bool failed;
+};
+
+static void on_agent_exit(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *data)
 {
+	struct session *s = data;
 	os_error err = { 0 };
-	for (;;) {
-		struct pollfd pfd[4] = {
-			{ .fd = backend_agent_fd(run), .events = POLLIN },
-			{ .fd = backend_event_fd(inst), .events = POLLIN },
-			{ .fd = px->fd(pstate), .events = POLLIN },
-			{ .fd = sigfd, .events = POLLIN },
-		};
-		if (poll(pfd, 4, -1) < 0 && errno != EINTR)
-			return os_error_errno(&err, "poll"), -1;
-		if (pfd[1].revents && backend_dispatch(inst, &err) < 0)
-			fprintf(stderr, "openshell-supervisor: bypass monitor: %s\n", err.msg);
-		if (pfd[2].revents && px->dispatch(pstate, &err) < 0)
-			fprintf(stderr, "openshell-supervisor: proxy: %s\n", err.msg);
-		if (pfd[3].revents) {
-			struct signalfd_siginfo si;
-			if (read(sigfd, &si, sizeof(si)) == sizeof(si))
-				fprintf(stderr, "openshell-supervisor: signal %u: stopping\n",
-					si.ssi_signo);
-			*agent_status = 128 + SIGTERM;
-			return 0;
-		}
-		if (pfd[0].revents) {
-			if (backend_reap_agent(run, agent_status, &err) < 0) {
-				fprintf(stderr, "openshell-supervisor: %s\n", err.msg);
-				return -1;
-			}
-			backend_dispatch(inst, &err); /* last bypass records */
-			return 0;
-		}
+	loop_io_remove(w);
+	if (backend_reap_agent(s->running, &s->status, &err) < 0) {
+		fprintf(stderr, "openshell-supervisor: %s\n", err.msg);
+		s->failed = true;
 	}
+	backend_dispatch(s->inst, &err); /* last bypass records */
+	loop_stop(l);
 }
 
-static int run(const struct options *o, int audit_fd, int sigfd)
+static void on_backend_event(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *data)
+{
+	struct session *s = data;
+	os_error err = { 0 };
+	if (backend_dispatch(s->inst, &err) < 0)
+		fprintf(stderr, "openshell-supervisor: bypass monitor: %s\n", err.msg);
+}
+
+static void on_stop_signal(struct loop *l, struct loop_signal *sig,
+			   const struct signalfd_siginfo *si, void *data)
+{
+	struct session *s = data;
+	fprintf(stderr, "openshell-supervisor: signal %u: stopping\n", si->ssi_signo);
+	s->status = (128 + (int)si->ssi_signo) << 8; /* reported as exit 128+sig */
+	s->stopped_by_signal = true;
+	loop_stop(l);
+}
+
+static void on_reload_signal(struct loop *l, struct loop_signal *sig,
+			     const struct signalfd_siginfo *si, void *data)
+{
+	struct session *s = data;
+	os_error err = { 0 };
+	if (egress_reload(s->egress, &err) < 0)
+		fprintf(stderr,
+			"openshell-supervisor: policy update refused (running policy kept): %s\n",
+			err.msg);
+	else
+		fprintf(stderr, "openshell-supervisor: policy updated\n");
+}
+
+/* The launcher's pid, from the pidfd the backend holds (immune to reuse). */
+static pid_t pidfd_pid(int pidfd)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
+	_cleanup_free_ char *text = NULL;
+	if (file_read_all(path, 65536, &text, NULL, NULL) < 0)
+		return -1;
+	const char *p = strstr(text, "\nPid:");
+	if (!p)
+		return -1;
+	p += 5;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	uint64_t v;
+	size_t n = strspn(p, "0123456789");
+	if (parse_u64(p, n, 1, INT32_MAX, &v, NULL) < 0)
+		return -1;
+	return (pid_t)v;
+}
+
+static int watch_session(struct session *s, os_error *err)
+{
+	if (loop_io_add(s->loop, backend_agent_fd(s->running), LOOP_IN, 0, on_agent_exit, s, NULL,
+			err) < 0)
+		return -1;
+	int efd = backend_event_fd(s->inst);
+	if (efd >= 0 && loop_io_add(s->loop, efd, LOOP_IN, 0, on_backend_event, s, NULL, err) < 0)
+		return -1;
+	return 0;
+}
+
+static int run(const struct options *o, int audit_fd)
 {
 	struct backend_context ctx = { .audit = audit_write, .audit_user = &audit_fd };
-	struct backend_instance *inst = NULL;
+	struct session s = { 0 };
 	backend_bound bound = { 0 };
 	backend_ready ready = { 0 };
 	backend_running running = { 0 };
-	const struct proxy_ops *px = &proxy_placeholder_ops;
-	void *pstate = NULL;
 	struct sockaddr_storage paddr;
 	socklen_t plen = 0;
 	os_error err = { 0 };
-	int code = 1, status = 0;
+	int code = 1;
+	char url[64];
 	_cleanup_json_ json_t *spec = NULL;
 
-	if (backend_attach(&o->desc, &ctx, &inst, &bound, &err) < 0)
+	if (loop_new(&s.loop, &err) < 0 ||
+	    loop_signal_add(s.loop, SIGTERM, on_stop_signal, &s, NULL, &err) < 0 ||
+	    loop_signal_add(s.loop, SIGINT, on_stop_signal, &s, NULL, &err) < 0 ||
+	    loop_signal_add(s.loop, SIGHUP, on_reload_signal, &s, NULL, &err) < 0)
 		goto fail;
+	if (backend_attach(&o->desc, &ctx, &s.inst, &bound, &err) < 0)
+		goto fail;
+	/* The proxy listens before confirm: confirm must reach it, and nothing
+	 * untrusted runs until confirm has tried to break the boundary. */
 	if (backend_proxy_endpoint(&bound, &paddr, &plen, &err) < 0 ||
-	    (!proxy_withheld() && px->start((struct sockaddr *)&paddr, plen, &pstate, &err) < 0)) {
+	    (!proxy_withheld() && egress_start(s.loop, (struct sockaddr *)&paddr, plen, &o->egress,
+					       &s.egress, &err) < 0)) {
 		os_error_prefix(&err, "proxy");
 		goto fail;
 	}
 	if (backend_confirm(&bound, &ready, &err) < 0)
 		goto fail;
 	spec = build_spec(o, &paddr);
-	if (!spec) {
-		os_error_set(&err, ENOMEM, "building the launch spec");
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)&paddr;
+	char addr[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof addr);
+	if (!spec ||
+	    str_format(url, sizeof url, &err, "http://%s:%u", addr, ntohs(sin->sin_port)) < 0 ||
+	    egress_fill_spec(s.egress, spec, url, &err) < 0) {
+		os_error_prefix(&err, "building the launch spec");
 		goto fail;
 	}
 	if (backend_start_agent(&ready, spec, &running, &err) < 0)
 		goto fail;
-	fprintf(stderr, "openshell-supervisor: sandbox %s running (backend %s)\n",
-		o->desc.sandbox_id, o->desc.backend);
-	if (serve(inst, &running, px, pstate, sigfd, &status) == 0)
-		code = exit_code(status);
+	s.running = &running;
+	pid_t entry = pidfd_pid(backend_agent_fd(&running));
+	if (entry <= 0 || egress_bind_agent(s.egress, entry, &err) < 0 ||
+	    watch_session(&s, &err) < 0) {
+		os_error_prefix(&err, "watching the agent");
+		goto fail;
+	}
+	fprintf(stderr, "openshell-supervisor: sandbox %s running (backend %s, proxy %s)\n",
+		o->desc.sandbox_id, o->desc.backend, url);
+	if (loop_run(s.loop, &err) < 0)
+		goto fail;
+	code = s.failed ? 1 : exit_code(s.status);
 	goto out;
 fail:
 	fprintf(stderr, "openshell-supervisor: %s\n", err.msg);
 	code = 1;
 out:
-	backend_teardown(&inst);
-	if (pstate)
-		px->stop(pstate);
+	backend_teardown(&s.inst); /* kills the agent if still running */
+	egress_free(s.egress);
+	loop_free(s.loop);
 	return code;
 }
 
@@ -242,6 +340,8 @@ int main(int argc, char **argv)
 {
 	struct options o = { 0 };
 	os_error err = { 0 };
+	signal(SIGPIPE, SIG_IGN);
+	log_init("openshell-supervisor", LOG_LVL_INFO, LOG_FMT_AUTO, 2);
 	if (parse_args(argc, argv, &o, &err) < 0) {
 		fprintf(stderr, "openshell-supervisor: %s\n", err.msg);
 		usage();
@@ -256,19 +356,5 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sigfd < 0) {
-		fprintf(stderr, "openshell-supervisor: signalfd: %s\n", strerror(errno));
-		return 1;
-	}
-	int code = run(&o, audit_fd, sigfd);
-	close(sigfd);
-	return code;
+	return run(&o, audit_fd);
 }

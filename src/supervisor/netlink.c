@@ -25,7 +25,8 @@ struct nl_sock {
 	struct mnl_socket *mnl;
 	uint32_t portid;
 	uint32_t seq;
-	char buf[NL_RECV_BUF];
+	char buf[NL_RECV_BUF]
+		__attribute__((aligned(8))); /* netlink headers need 4-byte alignment */
 };
 
 int nl_open(struct nl_sock **out, os_error *err)
@@ -92,7 +93,7 @@ static struct nlmsghdr *nl_header(char *buf, uint16_t type, uint16_t flags)
 int nl_veth_create(struct nl_sock *s, const char *host_name, const char *peer_name,
 		   int peer_netns_fd, os_error *err)
 {
-	char buf[NL_SEND_BUF];
+	char buf[NL_SEND_BUF] __attribute__((aligned(8)));
 	struct nlmsghdr *nlh = nl_header(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
 	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
@@ -116,7 +117,7 @@ int nl_veth_create(struct nl_sock *s, const char *host_name, const char *peer_na
 
 int nl_link_delete(struct nl_sock *s, const char *name, bool *deleted, os_error *err)
 {
-	char buf[NL_SEND_BUF];
+	char buf[NL_SEND_BUF] __attribute__((aligned(8)));
 	struct nlmsghdr *nlh = nl_header(buf, RTM_DELLINK, 0);
 	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
@@ -143,7 +144,7 @@ static int link_index_cb(const struct nlmsghdr *nlh, void *data)
 
 int nl_link_index(struct nl_sock *s, const char *name, uint32_t *index, os_error *err)
 {
-	char buf[NL_SEND_BUF];
+	char buf[NL_SEND_BUF] __attribute__((aligned(8)));
 	struct nlmsghdr *nlh = nl_header(buf, RTM_GETLINK, 0);
 	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
@@ -185,7 +186,7 @@ int nl_link_wait_ready(struct nl_sock *s, uint32_t index, int timeout_ms, os_err
 	struct timespec start, now;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		char buf[NL_SEND_BUF];
+		char buf[NL_SEND_BUF] __attribute__((aligned(8)));
 		struct nlmsghdr *nlh = nl_header(buf, RTM_GETLINK, 0);
 		struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 		ifm->ifi_family = AF_UNSPEC;
@@ -207,7 +208,7 @@ int nl_link_wait_ready(struct nl_sock *s, uint32_t index, int timeout_ms, os_err
 
 int nl_link_up(struct nl_sock *s, uint32_t index, os_error *err)
 {
-	char buf[NL_SEND_BUF];
+	char buf[NL_SEND_BUF] __attribute__((aligned(8)));
 	struct nlmsghdr *nlh = nl_header(buf, RTM_NEWLINK, 0);
 	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
@@ -220,7 +221,7 @@ int nl_link_up(struct nl_sock *s, uint32_t index, os_error *err)
 int nl_addr_add4(struct nl_sock *s, uint32_t index, struct in_addr addr, uint8_t prefix_len,
 		 os_error *err)
 {
-	char buf[NL_SEND_BUF];
+	char buf[NL_SEND_BUF] __attribute__((aligned(8)));
 	struct nlmsghdr *nlh = nl_header(buf, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
 	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
 	ifa->ifa_family = AF_INET;
@@ -234,7 +235,7 @@ int nl_addr_add4(struct nl_sock *s, uint32_t index, struct in_addr addr, uint8_t
 
 int nl_route_add_default4(struct nl_sock *s, uint32_t index, struct in_addr gateway, os_error *err)
 {
-	char buf[NL_SEND_BUF];
+	char buf[NL_SEND_BUF] __attribute__((aligned(8)));
 	struct nlmsghdr *nlh = nl_header(buf, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
 	struct rtmsg *rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
 	rtm->rtm_family = AF_INET;
@@ -308,7 +309,7 @@ int nl_prefix4_in_use(struct nl_sock *s, struct in_addr net, uint8_t prefix_len,
 		      os_error *err)
 {
 	struct overlap_probe probe = { .net = ntohl(net.s_addr), .len = prefix_len };
-	char buf[NL_SEND_BUF];
+	char buf[NL_SEND_BUF] __attribute__((aligned(8)));
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	nlh->nlmsg_type = RTM_GETROUTE;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;

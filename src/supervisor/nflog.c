@@ -21,7 +21,8 @@
 struct nflog {
 	struct mnl_socket *mnl;
 	uint16_t group;
-	char buf[NFLOG_RECV_BUF];
+	char buf[NFLOG_RECV_BUF]
+		__attribute__((aligned(8))); /* netlink headers need 4-byte alignment */
 };
 
 const char *nflog_proto_name(uint8_t proto)
@@ -109,7 +110,7 @@ int nflog_parse_payload(const uint8_t *p, size_t len, struct nflog_packet *out, 
 static int nflog_config(struct nflog *l, uint16_t type, const void *val, size_t len,
 			const char *what, os_error *err)
 {
-	char buf[256];
+	char buf[256] __attribute__((aligned(8)));
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	nlh->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;

@@ -26,7 +26,7 @@ struct sockowner {
 	struct mnl_socket *mnl;
 	ino_t netns_ino;
 	uint32_t seq;
-	char buf[SOCKOWNER_RECV_BUF];
+	char buf[SOCKOWNER_RECV_BUF] __attribute__((aligned(8)));
 };
 
 int sockowner_open(int ns_fd, struct sockowner **out, os_error *err)
@@ -96,7 +96,7 @@ static int diag_cb(const struct nlmsghdr *nlh, void *data)
 static int find_inode(struct sockowner *o, const struct nflog_packet *pkt, uint32_t *inode,
 		      os_error *err)
 {
-	char buf[256];
+	char buf[256] __attribute__((aligned(8)));
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;

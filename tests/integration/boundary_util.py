@@ -153,13 +153,29 @@ def sandbox_child_pid(sup_pid, timeout=10):
     raise AssertionError("no sandbox process found under the supervisor")
 
 
+BOUNDARY_POLICY = """version: 1
+filesystem_policy:
+  include_workdir: false
+  read_only: [/]
+  read_write: [/tmp, /dev/null]
+network_policies: {}
+"""
+
+
 class Supervisor:
     """One openshell-supervisor run (inpod backend) with its audit log."""
 
     def __init__(self, sandbox_id, argv, port=3128, env=None):
         self.audit = tempfile.NamedTemporaryFile(prefix="osbt-audit-", delete=False).name
+        # The boundary tests need the agent to read the probe script and
+        # python wherever they live, and no egress policy at all.
+        with tempfile.NamedTemporaryFile("w", prefix="osbt-policy-", suffix=".yaml",
+                                         delete=False) as f:
+            f.write(BOUNDARY_POLICY)
+            self.policy = f.name
         self.cmd = [SUPERVISOR, "--backend", "inpod", "--sandbox-id", sandbox_id,
                     "--proxy-port", str(port), "--launcher", LAUNCHER,
+                    "--policy", self.policy,
                     "--audit-log", self.audit, "--", *argv]
         self.env = dict(os.environ, **(env or {}))
         self.proc = None
@@ -185,6 +201,7 @@ class Supervisor:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
         os.unlink(self.audit)
+        os.unlink(self.policy)
 
 
 def run_probe(sandbox_id, *checks, env=None):

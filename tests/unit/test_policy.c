@@ -136,7 +136,8 @@ static void identities(void **state)
 	assert_int_equal(d->run_as_user.id, 1500);
 	assert_int_equal(d->run_as_group.id, 4294967294u);
 	policy_doc_free(d);
-	assert_first_error("version: 1\nprocess: { run_as_user: 0 }\n", "2:25: process.run_as_user");
+	assert_first_error("version: 1\nprocess: { run_as_user: 0 }\n",
+			   "2:25: process.run_as_user");
 	assert_first_error("version: 1\nprocess: { run_as_user: \"-1\" }\n", "process.run_as_user");
 	assert_first_error("version: 1\nprocess: { run_as_user: 1e3 }\n", "process.run_as_user");
 }
@@ -180,25 +181,28 @@ static void ports_list_and_port(void **state)
 static void overlapping_endpoints_must_agree(void **state)
 {
 	/* Controls: same host:port agreeing, and disagreeing on different ports. */
-	policy_doc_free(load_ok("version: 1\nnetwork_policies:\n"
-				"  a: { endpoints: [{ host: x.example.com, port: 443 }] }\n"
-				"  b: { endpoints: [{ host: \"*.example.com\", port: 443 }] }\n"
-				"  c: { endpoints: [{ host: x.example.com, port: 80, protocol: rest, "
-				"access: full }] }\n"));
+	policy_doc_free(
+		load_ok("version: 1\nnetwork_policies:\n"
+			"  a: { endpoints: [{ host: x.example.com, port: 443 }] }\n"
+			"  b: { endpoints: [{ host: \"*.example.com\", port: 443 }] }\n"
+			"  c: { endpoints: [{ host: x.example.com, port: 80, protocol: rest, "
+			"access: full }] }\n"));
 	assert_first_error("version: 1\nnetwork_policies:\n"
 			   "  a: { endpoints: [{ host: x.example.com, port: 443 }] }\n"
 			   "  b: { endpoints: [{ host: x.example.com, port: 443, tls: skip }] }\n",
 			   "4:20: network_policies.b.endpoints[0]: overlaps network_policies.a");
-	assert_first_error("version: 1\nnetwork_policies:\n"
-			   "  a: { endpoints: [{ host: a.b.example.com, port: 443 }] }\n"
-			   "  b: { endpoints: [{ host: \"**.example.com\", port: 443, protocol: rest, "
-			   "access: full }] }\n",
-			   "network_policies.b.endpoints[0]: overlaps");
+	assert_first_error(
+		"version: 1\nnetwork_policies:\n"
+		"  a: { endpoints: [{ host: a.b.example.com, port: 443 }] }\n"
+		"  b: { endpoints: [{ host: \"**.example.com\", port: 443, protocol: rest, "
+		"access: full }] }\n",
+		"network_policies.b.endpoints[0]: overlaps");
 	/* `*.example.com` cannot match a.b.example.com: no overlap. */
-	policy_doc_free(load_ok("version: 1\nnetwork_policies:\n"
-				"  a: { endpoints: [{ host: a.b.example.com, port: 443 }] }\n"
-				"  b: { endpoints: [{ host: \"*.example.com\", port: 443, protocol: "
-				"rest, access: full }] }\n"));
+	policy_doc_free(
+		load_ok("version: 1\nnetwork_policies:\n"
+			"  a: { endpoints: [{ host: a.b.example.com, port: 443 }] }\n"
+			"  b: { endpoints: [{ host: \"*.example.com\", port: 443, protocol: "
+			"rest, access: full }] }\n"));
 }
 
 static void path_limits(void **state)
@@ -251,10 +255,10 @@ static void endpoint_count_limit(void **state)
 
 static void rule_methods_are_normalised(void **state)
 {
-	struct policy_doc *d = load_ok(
-		"version: 1\nnetwork_policies:\n  p:\n    endpoints:\n"
-		"      - host: a.example.com\n        port: 443\n        protocol: rest\n"
-		"        rules: [{ allow: { method: patch, path: \"/x/**\" } }]\n");
+	struct policy_doc *d =
+		load_ok("version: 1\nnetwork_policies:\n  p:\n    endpoints:\n"
+			"      - host: a.example.com\n        port: 443\n        protocol: rest\n"
+			"        rules: [{ allow: { method: patch, path: \"/x/**\" } }]\n");
 	assert_string_equal(d->networks[0].endpoints[0].rules[0].method, "PATCH");
 	policy_doc_free(d);
 }

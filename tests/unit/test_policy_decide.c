@@ -104,8 +104,8 @@ static struct policy_decision connect_(void **state, const char *host, uint16_t 
 	assert_int_equal(connect_(state, host, port, chain, ARRAY_N(chain)).verdict, POLICY_ALLOW)
 #define DENIES(host, port, chain, why)                                                             \
 	do {                                                                                       \
-		struct policy_decision d_ = connect_(state, host, port, chain, ARRAY_N(chain));     \
-		assert_int_equal(d_.verdict, POLICY_DENY);                                          \
+		struct policy_decision d_ = connect_(state, host, port, chain, ARRAY_N(chain));    \
+		assert_int_equal(d_.verdict, POLICY_DENY);                                         \
 		assert_string_equal(policy_reason_name(d_.reason), why);                           \
 	} while (0)
 #define ARRAY_N(a) (sizeof(a) / sizeof((a)[0]))
@@ -136,7 +136,9 @@ static void multi_label_glob(void **state)
 static void idn_and_garbage_hosts_are_invalid(void **state)
 {
 	ALLOWS("xn--bcher-kva.one.example", 443, curl); /* punycode is ASCII: fine */
-	DENIES("b\xc3\xbc" "cher.one.example", 443, curl, "invalid_host");
+	DENIES("b\xc3\xbc"
+	       "cher.one.example",
+	       443, curl, "invalid_host");
 	DENIES("a..one.example", 443, curl, "invalid_host");
 	DENIES("", 443, curl, "invalid_host");
 }
@@ -175,7 +177,7 @@ static void binary_globs(void **state)
 	const char *const other[] = { "/opt/a/b/c/agent2" };
 	ALLOWS("beta.example.com", 443, one);
 	DENIES("beta.example.com", 443, two, "binary_not_allowed"); /* `*` stays in a component */
-	ALLOWS("beta.example.com", 443, deep);                       /* `**` crosses them */
+	ALLOWS("beta.example.com", 443, deep); /* `**` crosses them */
 	DENIES("beta.example.com", 443, other, "binary_not_allowed");
 }
 
@@ -238,7 +240,8 @@ static void deny_rules_win_over_access(void **state)
 static void rules_methods_and_head(void **state)
 {
 	L7("rules.example.com", "GET", "/repos/a/b", POLICY_ALLOW, "allowed");
-	L7("rules.example.com", "HEAD", "/repos/a/b", POLICY_ALLOW, "allowed"); /* GET covers HEAD */
+	L7("rules.example.com", "HEAD", "/repos/a/b", POLICY_ALLOW,
+	   "allowed"); /* GET covers HEAD */
 	L7("rules.example.com", "POST", "/repos/a/issues", POLICY_ALLOW, "allowed");
 	L7("rules.example.com", "post", "/repos/a/issues", POLICY_ALLOW, "allowed");
 	L7("rules.example.com", "POST", "/repos/a/b/issues", POLICY_DENY, "no_matching_rule");
@@ -247,7 +250,8 @@ static void rules_methods_and_head(void **state)
 	/* GET in a deny rule covers HEAD as well: no side door. */
 	L7("rules.example.com", "HEAD", "/repos/secret/x", POLICY_DENY, "deny_rule");
 	L7("rules.example.com", "GE T", "/repos/a", POLICY_DENY, "invalid_method");
-	struct policy_decision d = req(state, "rules.example.com", "POST", "/repos/a/issues", NULL, 0);
+	struct policy_decision d =
+		req(state, "rules.example.com", "POST", "/repos/a/issues", NULL, 0);
 	assert_string_equal(d.rule, "rules[1]");
 }
 
@@ -279,8 +283,8 @@ static void detail_never_contains_the_query(void **state)
 static void canonical_path_is_matched_and_forwarded(void **state)
 {
 	char canon[256];
-	struct policy_decision d = req(state, "rules.example.com", "GET", "//repos//a/./b?x=1",
-				       canon, sizeof canon);
+	struct policy_decision d =
+		req(state, "rules.example.com", "GET", "//repos//a/./b?x=1", canon, sizeof canon);
 	assert_int_equal(d.verdict, POLICY_ALLOW);
 	assert_string_equal(canon, "/repos/a/b");
 	/* %2e%2e resolves before matching: the deny rule still sees it. */
@@ -336,9 +340,18 @@ static enum policy_reason addr(void **state, const char *host, const char *ip, u
 static void ssrf_always_blocked_classes(void **state)
 {
 	static const char *const blocked[] = {
-		"127.0.0.1",	   "127.1.2.3",	     "::1",	       "::ffff:127.0.0.1",
-		"0.0.0.0",	   "::",	     "169.254.169.254", "169.254.170.2",
-		"fd00:ec2::254",   "100.100.100.200", "168.63.129.16", "fe80::1",
+		"127.0.0.1",
+		"127.1.2.3",
+		"::1",
+		"::ffff:127.0.0.1",
+		"0.0.0.0",
+		"::",
+		"169.254.169.254",
+		"169.254.170.2",
+		"fd00:ec2::254",
+		"100.100.100.200",
+		"168.63.129.16",
+		"fe80::1",
 		"::ffff:169.254.169.254",
 	};
 	assert_int_equal(addr(state, "public.example.com", "93.184.216.34", 443), POLICY_R_ALLOWED);
@@ -354,7 +367,8 @@ static void ssrf_always_blocked_classes(void **state)
 
 static void ssrf_internal_needs_allowed_ips(void **state)
 {
-	assert_int_equal(addr(state, "public.example.com", "10.0.5.9", 443), POLICY_R_SSRF_INTERNAL);
+	assert_int_equal(addr(state, "public.example.com", "10.0.5.9", 443),
+			 POLICY_R_SSRF_INTERNAL);
 	assert_int_equal(addr(state, "public.example.com", "192.168.1.1", 443),
 			 POLICY_R_SSRF_INTERNAL);
 	assert_int_equal(addr(state, "public.example.com", "172.16.0.1", 443),

@@ -84,7 +84,8 @@ static void rejects_duplicate_keys(void **state)
 static void rejects_anchors_aliases_and_tags(void **state)
 {
 	ytree_free(parse_ok("a: [1]\nb: [1]\n")); /* control: same content, no anchor */
-	assert_non_null(strstr(parse_err("a: &x [1]\nb: *x\n", 16), "1:4: anchors are not allowed"));
+	assert_non_null(
+		strstr(parse_err("a: &x [1]\nb: *x\n", 16), "1:4: anchors are not allowed"));
 	assert_non_null(strstr(parse_err("b: *x\n", 6), "aliases are not allowed"));
 	assert_non_null(strstr(parse_err("a: !!str 1\n", 11), "1:4: tags are not allowed"));
 	assert_non_null(strstr(parse_err("a: !custom {}\n", 14), "tags are not allowed"));

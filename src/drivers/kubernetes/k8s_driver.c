@@ -100,6 +100,18 @@ static int gone_cond(void *ctx, const json_t *obj, os_error *err)
 	return obj == NULL;
 }
 
+static int wait_gone(struct k8s_driver *k, const struct k8s_kind *kind, const char *name,
+		     os_error *err)
+{
+	char coll[512];
+	if (k8s_collection(k, kind, coll, sizeof coll, err) < 0)
+		return -1;
+	if (k8s_wait_object(k->client, coll, name, gone_cond, NULL, k->opts.delete_timeout_ms,
+			    err) < 0)
+		return os_error_prefix(err, "waiting for %s %s to be deleted", kind->kind, name);
+	return 0;
+}
+
 /* Workload Pods first, so a workload never outlives its supervisor. */
 static bool is_supervisor(const json_t *pod)
 {
@@ -110,12 +122,11 @@ static bool is_supervisor(const json_t *pod)
 
 int k8s_delete_pods(struct k8s_driver *k, const char *id, os_error *err)
 {
-	char sel[256], coll[512];
+	char sel[256];
 	_cleanup_json_ json_t *pods = NULL;
 	size_t i;
 	json_t *p;
 	if (sandbox_selector(id, sel, sizeof sel, err) < 0 ||
-	    k8s_collection(k, KIND_POD, coll, sizeof coll, err) < 0 ||
 	    k8s_list_labelled(k, KIND_POD, sel, &pods, err) < 0)
 		return -1;
 	for (int pass = 0; pass < 2; pass++)
@@ -127,10 +138,8 @@ int k8s_delete_pods(struct k8s_driver *k, const char *id, os_error *err)
 		}
 	json_array_foreach(pods, i, p)
 	{
-		if (k8s_wait_object(k->client, coll, obj_name(p), gone_cond, NULL,
-				    k->opts.delete_timeout_ms, err) < 0)
-			return os_error_prefix(err, "waiting for Pod %s to be deleted",
-					       obj_name(p));
+		if (wait_gone(k, KIND_POD, obj_name(p), err) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -152,6 +161,12 @@ int k8s_remove_all(struct k8s_driver *k, const char *id, os_error *err)
 			bool is_anchor = &k8s_kinds[kind] == KIND_SECRET &&
 					 strcmp(obj_name(o), anchor) == 0;
 			if (!is_anchor && delete_one(k, &k8s_kinds[kind], obj_name(o), err) < 0)
+				return -1;
+			/* Finalizers (pvc-protection...) delay removal: wait it out so
+			 * "deleted" means gone. */
+			if (!is_anchor && json_array_size(json_object_get(
+						  json_object_get(o, "metadata"), "finalizers")) &&
+			    wait_gone(k, &k8s_kinds[kind], obj_name(o), err) < 0)
 				return -1;
 		}
 	}
@@ -202,12 +217,13 @@ static int create_secrets(struct k8s_driver *k, const json_t *record, const json
 
 /* Objects that live as long as the sandbox (kept by stop). */
 static int create_base(struct k8s_driver *k, const json_t *record, bool fresh, json_t **owner,
-		       os_error *err)
+		       bool *ours, os_error *err)
 {
 	_cleanup_json_ json_t *anchor = NULL;
 	if (ensure(k, KIND_SECRET, k8s_render_anchor(&k->s, record), fresh, "anchor Secret",
 		   &anchor, err) < 0)
 		return -1;
+	*ours = true; /* from here on, a failed create removes what carries this id */
 	*owner = k8s_owner_ref(anchor);
 	if (!*owner)
 		return os_error_set(err, EPROTO, "anchor Secret: the API returned no uid");
@@ -333,10 +349,11 @@ static int activate(struct k8s_driver *k, json_t *record, os_error *err)
 	return 0;
 }
 
-static int provision(struct k8s_driver *k, json_t *record, bool fresh, os_error *err)
+static int provision(struct k8s_driver *k, json_t *record, bool fresh, bool *ours,
+		     os_error *err)
 {
 	_cleanup_json_ json_t *owner = NULL;
-	if (create_base(k, record, fresh, &owner, err) < 0 ||
+	if (create_base(k, record, fresh, &owner, ours, err) < 0 ||
 	    create_pods(k, record, owner, fresh, err) < 0)
 		return -1;
 	k8s_record_phase(record, "Provisioning", "all objects accepted");
@@ -349,13 +366,15 @@ static int k8s_create(struct driver *d, json_t *record, os_error *err)
 {
 	struct k8s_driver *k = K(d);
 	const char *id = json_string_value(json_object_get(record, "id"));
-	if (provision(k, record, true, err) == 0)
+	bool ours = false;
+	if (provision(k, record, true, &ours, err) == 0)
 		return 0;
-	/* Roll back everything; the record keeps the reason. */
+	/* Roll back everything; the record keeps the reason. An anchor that was
+	 * already there belongs to another sandbox with this id: left alone. */
 	os_error rb = { 0 };
 	char msg[OS_ERROR_MSG_MAX];
 	snprintf(msg, sizeof msg, "%s", err->msg);
-	if (k8s_remove_all(k, id, &rb) < 0)
+	if (ours && k8s_remove_all(k, id, &rb) < 0)
 		snprintf(msg + strlen(msg), sizeof msg - strlen(msg), " (rollback: %s)", rb.msg);
 	k8s_record_phase(record, "Failed", msg);
 	return -1;
@@ -373,7 +392,8 @@ static int k8s_stop(struct driver *d, json_t *record, os_error *err)
 static int k8s_start(struct driver *d, json_t *record, os_error *err)
 {
 	struct k8s_driver *k = K(d);
-	if (provision(k, record, false, err) == 0)
+	bool ours = false;
+	if (provision(k, record, false, &ours, err) == 0)
 		return 0;
 	os_error rb = { 0 };
 	char msg[OS_ERROR_MSG_MAX];

@@ -383,5 +383,6 @@ void proxy_free(struct proxy *p)
 	if (p->lio)
 		loop_io_remove(p->lio);
 	close(p->cfg.listen_fd);
+	identity_ctx_free(p->cfg.identity); /* owned since proxy_new / proxy_set_identity */
 	free(p);
 }

@@ -1,0 +1,41 @@
+/* local_disk.h - the local driver's on-disk layout and the scans of what its
+ * supervisors wrote (log, audit log). Never follows a symlink out of a
+ * sandbox directory when removing it. */
+#ifndef OS_LOCAL_DISK_H
+#define OS_LOCAL_DISK_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define LOCAL_PATH_MAX 4096
+
+/* STATE/sandboxes/ID[/name] into out. */
+int local_path(const char *state_dir, const char *id, const char *name, char *out,
+	       os_error *err);
+/* Creates STATE/sandboxes/ID/workspace (0700 for the sandbox dir). */
+int local_dirs_create(const char *state_dir, const char *id, os_error *err);
+/* rm -rf of STATE/sandboxes/ID; absent is fine. */
+int local_dirs_remove(const char *state_dir, const char *id, os_error *err);
+/* Writes text to STATE/sandboxes/ID/name with mode 0600 (atomically). */
+int local_file_put(const char *state_dir, const char *id, const char *name, const char *text,
+		   os_error *err);
+bool local_file_exists(const char *state_dir, const char *id, const char *name);
+void local_file_remove(const char *state_dir, const char *id, const char *name);
+
+/* True when the log holds, at or after offset mark, the supervisor's
+ * "sandbox ID running" line. *last gets the last supervisor line (malloc'd, may be NULL). */
+bool local_log_running(const char *log_path, const char *id, uint64_t mark, char **last);
+/* Counts {"event":"policy"} records of the audit log; *last (new ref or
+ * NULL) is the latest of them. */
+int64_t local_audit_policy(const char *audit_path, json_t **last);
+
+/* Flags the supervisor's usage text advertises ("--policy", ...). */
+struct local_caps {
+	bool policy, credentials, inference, workdir, env, gateway;
+};
+void local_probe_caps(const char *supervisor, struct local_caps *caps);
+
+#endif

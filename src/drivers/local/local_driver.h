@@ -1,0 +1,34 @@
+/* local_driver.h - the `local` compute driver: sandboxes on this host, each
+ * an openshell-supervisor (inpod backend) detached from the gateway, with a
+ * workspace kept across stop/start and removed on delete.
+ *
+ * State on disk, STATE_DIR/sandboxes/ID/ (0700): workspace/, supervisor.log,
+ * audit.log, supervisor.pid, exit, stop_requested, and the 0600 files the
+ * supervisor takes (policy.yaml, credentials.json, inference.json, token).
+ * The disk is the truth about processes: a gateway that restarts re-adopts
+ * whatever supervisor.pid still names (pid + start time).
+ *
+ * Policy updates: configure() rewrites policy.yaml and sends SIGHUP; the
+ * supervisor answers with an audit record {"event":"policy","reason":
+ * "policy_loaded"|"policy_invalid"} that status() reports as "policy_events"
+ * (count) and "policy_last". */
+#ifndef OS_LOCAL_DRIVER_H
+#define OS_LOCAL_DRIVER_H
+
+#include "driver.h"
+
+struct local_driver_config {
+	const char *state_dir; /* required */
+	const char *supervisor_binary; /* required, absolute */
+	const char *sandbox_binary; /* NULL: the supervisor's own default */
+	unsigned proxy_port; /* 0: 3128 */
+	unsigned stop_grace_s; /* SIGTERM -> SIGKILL; 0: 10 */
+};
+
+int local_driver_new(const struct local_driver_config *cfg, struct driver **out, os_error *err);
+
+/* Validates a sandbox spec for this driver (exposed for unit tests):
+ * {"command": [..], "env": {..}, "labels": {..}, "runtime_class_name"}. */
+int local_spec_validate(const json_t *spec, os_error *err);
+
+#endif

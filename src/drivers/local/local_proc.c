@@ -1,0 +1,221 @@
+/* local_proc.c - detached supervisor processes for the local driver (see
+ * local_proc.h). Double fork: the gateway reaps the intermediate at once,
+ * the monitor lives on in a new session (so a gateway crash or a Ctrl-C on
+ * the CLI never takes sandboxes down) and is the supervisor's parent. */
+#include "local_proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "loop.h"
+#include "parse.h"
+
+uint64_t local_proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* Fields after the comm: state is 3, start time is 22. */
+	int field = 2;
+	for (p++; *p && field < 21; p++)
+		if (*p == ' ')
+			field++;
+	char *end = p;
+	while (*end >= '0' && *end <= '9')
+		end++;
+	uint64_t v = 0;
+	if (field != 21 || parse_u64(p, (size_t)(end - p), 1, UINT64_MAX, &v, NULL) < 0)
+		return 0;
+	/* A zombie has exited: it is not running any more. */
+	char *state = strrchr(buf, ')') + 2;
+	return *state == 'Z' ? 0 : v;
+}
+
+static int write_small(const char *dir, const char *name, const char *text, os_error *err)
+{
+	char path[4096];
+	if (str_format(path, sizeof(path), err, "%s/%s", dir, name) < 0)
+		return -1;
+	return file_write_atomic(path, text, strlen(text), 0600, err);
+}
+
+/* The monitor: runs in the new session, never returns. */
+static void __attribute__((noreturn))
+monitor(const char *dir, const char *log_path, char *const argv[], int report_fd)
+{
+	int keep[] = { report_fd };
+	if (fd_close_from(3, keep, 1, NULL) < 0)
+		_exit(120);
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int log = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (null < 0 || log < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
+		_exit(121);
+	struct stat st;
+	uint64_t mark = fstat(log, &st) == 0 ? (uint64_t)st.st_size : 0;
+	if (loop_sigmask_reset(NULL) < 0)
+		_exit(122);
+	pid_t sup = fork();
+	if (sup < 0)
+		_exit(123);
+	if (sup == 0) {
+		execv(argv[0], argv);
+		fprintf(stderr, "openshell-local: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	char line[96];
+	snprintf(line, sizeof(line), "%d %llu %llu\n", (int)sup,
+		 (unsigned long long)local_proc_start_time(sup), (unsigned long long)mark);
+	if (write_small(dir, "supervisor.pid", line, NULL) < 0)
+		kill(sup, SIGKILL); /* unrecorded, it would be an orphan nobody can stop */
+	(void)!write(report_fd, line, strlen(line));
+	close(report_fd);
+	int ws = 0;
+	while (waitpid(sup, &ws, 0) < 0 && errno == EINTR)
+		;
+	int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	snprintf(line, sizeof(line), "%d\n", code);
+	write_small(dir, "exit", line, NULL);
+	_exit(0);
+}
+
+static int parse_pid_line(const char *s, struct local_pid *out, os_error *err)
+{
+	uint64_t v[3] = { 0 };
+	const char *p = s;
+	for (int i = 0; i < 3; i++) {
+		const char *e = p;
+		while (*e >= '0' && *e <= '9')
+			e++;
+		if (parse_u64(p, (size_t)(e - p), 0, UINT64_MAX, &v[i], err) < 0)
+			return os_error_prefix(err, "supervisor.pid field %d", i + 1);
+		p = *e ? e + 1 : e;
+	}
+	if (v[0] < 2 || v[0] > INT32_MAX)
+		return os_error_set(err, EINVAL, "supervisor.pid: bad pid %llu",
+				    (unsigned long long)v[0]);
+	out->pid = (pid_t)v[0];
+	out->start_time = v[1];
+	out->log_mark = v[2];
+	return 0;
+}
+
+static int wait_report(int fd, struct local_pid *out, os_error *err)
+{
+	char line[96];
+	size_t have = 0;
+	while (have < sizeof(line) - 1) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int r = poll(&pfd, 1, 10000);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return os_error_set(err, ETIMEDOUT, "the monitor did not report a pid");
+		ssize_t n = read(fd, line + have, sizeof(line) - 1 - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		if (memchr(line, '\n', have))
+			break;
+	}
+	line[have] = '\0';
+	if (!memchr(line, '\n', have))
+		return os_error_set(err, EIO, "the monitor died before starting the supervisor");
+	return parse_pid_line(line, out, err);
+}
+
+int local_proc_spawn(const char *dir, const char *log_path, char *const argv[],
+		     struct local_pid *out, os_error *err)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return os_error_errno(err, "pipe");
+	_cleanup_close_ int rd = p[0];
+	_cleanup_close_ int wr = p[1];
+	pid_t mid = fork();
+	if (mid < 0)
+		return os_error_errno(err, "fork");
+	if (mid == 0) {
+		close(rd);
+		if (setsid() < 0)
+			_exit(124);
+		pid_t m = fork();
+		if (m < 0)
+			_exit(125);
+		if (m > 0)
+			_exit(0);
+		monitor(dir, log_path, argv, wr);
+	}
+	close(steal_fd(wr));
+	int ws = 0;
+	while (waitpid(mid, &ws, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+		return os_error_set(err, ECHILD, "detaching the supervisor failed (status %d)", ws);
+	if (wait_report(rd, out, err) < 0)
+		return os_error_prefix(err, "starting %s", argv[0]);
+	return 0;
+}
+
+int local_proc_read_pid(const char *dir, struct local_pid *out, os_error *err)
+{
+	char path[4096];
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	if (str_format(path, sizeof(path), err, "%s/supervisor.pid", dir) < 0 ||
+	    file_read_all(path, 256, &data, &len, err) < 0)
+		return -1;
+	return parse_pid_line(data, out, err);
+}
+
+bool local_proc_alive(const struct local_pid *p)
+{
+	return p->pid > 1 && p->start_time != 0 && local_proc_start_time(p->pid) == p->start_time;
+}
+
+int local_proc_signal(const struct local_pid *p, int sig, os_error *err)
+{
+	if (!local_proc_alive(p))
+		return 0; /* gone, or the pid now belongs to someone else: never signal it */
+	if (kill(p->pid, sig) < 0 && errno != ESRCH)
+		return os_error_errno(err, "signal %d to supervisor pid %d", sig, (int)p->pid);
+	return 0;
+}
+
+int local_proc_exit_code(const char *dir, int *code)
+{
+	char path[4096];
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	uint64_t v = 0;
+	if (str_format(path, sizeof(path), NULL, "%s/exit", dir) < 0 ||
+	    file_read_all(path, 64, &data, &len, NULL) < 0)
+		return 0;
+	while (len > 0 && data[len - 1] == '\n')
+		data[--len] = '\0';
+	if (parse_u64(data, len, 0, 255, &v, NULL) < 0)
+		return 0;
+	*code = (int)v;
+	return 1;
+}

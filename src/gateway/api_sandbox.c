@@ -1,0 +1,253 @@
+/* api_sandbox.c - /v1/sandboxes: create, list, get, stop, start, delete and
+ * logs. Validates everything before anything is stored, stores intent before
+ * the driver acts, and never returns a sandbox token or another secret. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "gateway.h"
+#include "json.h"
+#include "parse.h"
+#include "policy.h"
+
+#define NAME_MAX_LEN 63
+
+json_t *api_sandbox_view(const json_t *row)
+{
+	const json_t *rec = json_object_get(row, "record");
+	return json_pack("{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O*, s:O*, s:O*}", "id",
+			 json_object_get(row, "id"), "name", json_object_get(row, "name"), "phase",
+			 json_object_get(row, "phase"), "message", json_object_get(row, "message"),
+			 "exit_code", json_object_get(row, "exit_code"), "resource_version",
+			 json_object_get(row, "resource_version"), "created_at",
+			 json_object_get(row, "created_at"), "providers",
+			 json_object_get(row, "providers"), "driver", json_object_get(rec, "driver"),
+			 "spec", json_object_get(rec, "spec"), "placement",
+			 json_object_get(rec, "placement"));
+}
+
+/* DNS label: what both drivers can use as a name. */
+static int check_name(const char *name, os_error *err)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > NAME_MAX_LEN)
+		return os_error_set(err, EINVAL, "name: must be 1..%d characters, got %zu",
+				    NAME_MAX_LEN, n);
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			  (c == '-' && i > 0 && i + 1 < n);
+		if (!ok)
+			return os_error_set(err, EINVAL,
+					    "name \"%s\": use lower-case letters, digits and inner "
+					    "'-' only (a DNS label), bad character at %zu",
+					    name, i);
+	}
+	return 0;
+}
+
+static int check_providers(struct gateway *gw, const json_t *provs, os_error *err)
+{
+	size_t i;
+	json_t *p;
+	if (!json_is_array(provs))
+		return os_error_set(err, EINVAL, "providers: expected an array of names");
+	json_array_foreach(provs, i, p)
+	{
+		_cleanup_json_ json_t *row = NULL;
+		if (!json_is_string(p))
+			return os_error_set(err, EINVAL, "providers[%zu]: expected a name", i);
+		if (store_provider_get(gw->store, json_string_value(p), &row, err) < 0)
+			return err->code == ENOENT
+				       ? os_error_set(err, EINVAL,
+						      "provider \"%s\" does not exist: create it "
+						      "with `openshell provider create`",
+						      json_string_value(p))
+				       : -1;
+	}
+	return 0;
+}
+
+/* Parses the policy text; a policy that does not validate is a 422 naming every problem. */
+int api_check_policy(const char *yaml, os_error *err);
+int api_check_policy(const char *yaml, os_error *err)
+{
+	struct policy_doc *doc = NULL;
+	struct policy_diag diag = { 0 };
+	if (policy_parse("policy", yaml, strlen(yaml), &doc, &diag, err) == 0) {
+		policy_doc_free(doc);
+		return 0;
+	}
+	char msg[OS_ERROR_MSG_MAX] = "";
+	for (size_t i = 0; i < diag.n && i < 5; i++) {
+		size_t l = strlen(msg);
+		snprintf(msg + l, sizeof(msg) - l, "%s%s", i ? "; " : "", diag.msgs[i]);
+	}
+	policy_diag_free(&diag);
+	if (msg[0])
+		os_error_set(err, EPROTO, "invalid policy: %s", msg);
+	else
+		err->code = EPROTO;
+	return -1;
+}
+
+static json_t *driver_request(const json_t *body, const char *id, const char *name)
+{
+	json_t *spec = json_object();
+	static const char *const keys[] = { "command", "env", "labels", "runtime_class_name" };
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		json_t *v = json_object_get(body, keys[i]);
+		if (v)
+			json_object_set(spec, keys[i], v);
+	}
+	if (!json_object_get(spec, "command"))
+		json_object_set_new(spec, "command", json_pack("[s, s]", "sleep", "infinity"));
+	return json_pack("{s:s, s:s, s:o}", "id", id, "name", name, "spec", spec);
+}
+
+static void create(struct gateway *gw, const struct api_request *req, struct api_response *resp)
+{
+	static const char *const keys[] = { "name", "command", "env", "labels",
+					    "runtime_class_name", "policy", "providers", NULL };
+	_cleanup_json_ json_t *body = api_body(req, keys, resp), *record = NULL, *row = NULL,
+			      *dreq = NULL;
+	os_error err = { 0 };
+	char id[SECRET_TOKEN_HEX + 1], token[SECRET_TOKEN_HEX + 1], hash[SECRET_SHA256_HEX + 1];
+	char name[NAME_MAX_LEN + 1];
+	const char *policy = NULL, *given = NULL;
+	if (!body)
+		return;
+	if (json_get_string(body, "name", false, &given, &err) < 0 ||
+	    json_get_string(body, "policy", false, &policy, &err) < 0)
+		return api_error(resp, 400, "invalid_argument", "%s", err.msg);
+	if (secret_random_hex(id, &err) < 0 || secret_random_hex(token, &err) < 0)
+		return api_fail(resp, &err);
+	id[16] = '\0';
+	snprintf(name, sizeof(name), "%s", given ? given : "");
+	if (!given)
+		snprintf(name, sizeof(name), "sandbox-%.6s", id);
+	if ((given && check_name(given, &err) < 0) ||
+	    (json_object_get(body, "providers") &&
+	     check_providers(gw, json_object_get(body, "providers"), &err) < 0))
+		return api_fail(resp, &err);
+	if (policy && api_check_policy(policy, &err) < 0)
+		return api_fail(resp, &err);
+	dreq = driver_request(body, id, name);
+	if (gw->driver->ops->validate_spec(gw->driver, dreq, &record, &err) < 0)
+		return api_fail(resp, &err);
+	secret_sha256_hex(token, strlen(token), hash);
+	json_t *provs = json_object_get(body, "providers");
+	row = json_pack("{s:s, s:s, s:O, s:s, s:s, s:s, s:n, s:s, s:O}", "id", id, "name", name,
+			"record", record, "phase", "Provisioning", "desired", "running", "message",
+			"", "exit_code", "token_hash", hash, "providers",
+			provs ? provs : json_array());
+	if (!row || store_sandbox_insert(gw->store, row, &err) < 0)
+		return api_fail(resp, &err);
+	if (policy) {
+		char phash[SECRET_SHA256_HEX + 1];
+		int64_t rev = 0;
+		secret_sha256_hex(policy, strlen(policy), phash);
+		if (store_policy_add(gw->store, id, phash, policy, "pending", "", 0, &rev, &err) < 0)
+			return api_fail(resp, &err);
+	}
+	if (lifecycle_configure(gw, row, policy, token, &err) < 0 ||
+	    lifecycle_act(gw, row, "create", &err) < 0) {
+		/* The row stays, in Error with the reason: the caller sees why. */
+		resp->status = 201;
+		resp->body = api_sandbox_view(row);
+		return;
+	}
+	resp->status = 201;
+	resp->body = api_sandbox_view(row);
+}
+
+static void act(struct gateway *gw, const struct api_request *req, json_t *row,
+		const char *action, struct api_response *resp)
+{
+	os_error err = { 0 };
+	if (req->body_len > 0) {
+		static const char *const keys[] = { "resource_version", NULL };
+		_cleanup_json_ json_t *body = api_body(req, keys, resp);
+		int64_t v = 0;
+		if (!body)
+			return;
+		if (json_get_int(body, "resource_version", false, 1, INT64_MAX, &v, &err) < 0)
+			return api_error(resp, 400, "invalid_argument", "%s", err.msg);
+		if (v && v != json_integer_value(json_object_get(row, "resource_version")))
+			return api_error(resp, 409, "conflict",
+					 "sandbox \"%s\" is at resource version %lld, not %lld: "
+					 "read it again and retry",
+					 json_string_value(json_object_get(row, "name")),
+					 (long long)json_integer_value(
+						 json_object_get(row, "resource_version")),
+					 (long long)v);
+	}
+	if (lifecycle_act(gw, row, action, &err) < 0)
+		return api_fail(resp, &err);
+	resp->status = 202;
+	resp->body = api_sandbox_view(row);
+}
+
+static void logs(struct gateway *gw, const struct api_request *req, json_t *row,
+		 struct api_response *resp)
+{
+	const json_t *rec = json_object_get(row, "record");
+	const char *dir = json_string_value(json_object_get(json_object_get(rec, "placement"),
+							    "state_dir"));
+	const char *id = json_string_value(json_object_get(row, "id"));
+	if (!dir)
+		return api_error(resp, 422, "unsupported",
+				 "logs are not available for the %s driver",
+				 json_string_value(json_object_get(rec, "driver")));
+	if (snprintf(resp->stream_path, sizeof(resp->stream_path), "%s/sandboxes/%s/supervisor.log",
+		     dir, id) >= (int)sizeof(resp->stream_path))
+		return api_error(resp, 500, "internal", "log path too long");
+	snprintf(resp->stream_sandbox, sizeof(resp->stream_sandbox), "%s", id);
+	resp->follow = strstr(req->query, "follow=1") || strstr(req->query, "follow=true");
+	resp->stream = true;
+	resp->status = 200;
+}
+
+bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char **parts, size_t n,
+		       struct api_response *resp)
+{
+	if (n < 1 || strcmp(parts[0], "sandboxes") != 0 || n > 3)
+		return false;
+	const char *m = req->method;
+	os_error err = { 0 };
+	if (n == 1) {
+		_cleanup_json_ json_t *rows = NULL;
+		if (!strcmp(m, "POST"))
+			create(gw, req, resp);
+		else if (!strcmp(m, "GET")) {
+			if (store_sandbox_list(gw->store, &rows, &err) < 0)
+				return api_fail(resp, &err), true;
+			json_t *out = json_array();
+			size_t i;
+			json_t *r;
+			json_array_foreach(rows, i, r) json_array_append_new(out, api_sandbox_view(r));
+			resp->status = 200;
+			resp->body = json_pack("{s:o}", "sandboxes", out);
+		} else
+			api_error(resp, 405, "method_not_allowed", "use GET or POST on /v1/sandboxes");
+		return true;
+	}
+	if (n == 3 && (!strcmp(parts[2], "policy") || !strcmp(parts[2], "policies")))
+		return false;
+	_cleanup_json_ json_t *row = NULL;
+	if (store_sandbox_get(gw->store, parts[1], &row, &err) < 0)
+		return api_fail(resp, &err), true;
+	if (n == 2 && !strcmp(m, "GET")) {
+		resp->status = 200;
+		resp->body = api_sandbox_view(row);
+	} else if (n == 2 && !strcmp(m, "DELETE"))
+		act(gw, req, row, "delete", resp);
+	else if (n == 3 && !strcmp(m, "POST") && (!strcmp(parts[2], "stop") || !strcmp(parts[2], "start")))
+		act(gw, req, row, parts[2], resp);
+	else if (n == 3 && !strcmp(m, "GET") && !strcmp(parts[2], "logs"))
+		logs(gw, req, row, resp);
+	else
+		api_error(resp, 404, "not_found", "no such sandbox route: %s %s", m, req->path);
+	return true;
+}

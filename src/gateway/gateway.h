@@ -1,0 +1,103 @@
+/* gateway.h - the gateway's shared state and the seams between its files:
+ * server (connections, HTTP), api_* (routes), lifecycle (phases, driver
+ * polling, reconcile at start). The gateway never enforces egress itself and
+ * never trusts a driver or a caller with another sandbox's identity. */
+#ifndef OS_GATEWAY_H
+#define OS_GATEWAY_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver.h"
+#include "error.h"
+#include "secret.h"
+#include "store.h"
+
+#define GW_BODY_MAX (1u << 20) /* request bodies: more is a 413 */
+#define GW_VERSION "0.1.0"
+
+struct loop;
+struct loop_timer;
+struct server;
+
+struct gateway {
+	struct loop *loop;
+	struct store *store;
+	struct driver *driver;
+	struct secret_key key;
+	char admin_token[SECRET_TOKEN_HEX + 1];
+	char state_dir[PATH_MAX];
+	char url[PATH_MAX + 16]; /* how supervisors reach us */
+	struct loop_timer *tick;
+	struct server *server;
+};
+
+/* One API call as the server parsed it. */
+struct api_request {
+	const char *method;
+	const char *path; /* NUL-terminated, without the query */
+	const char *query; /* NUL-terminated, "" when absent */
+	const char *body;
+	size_t body_len;
+	const char *bearer; /* token from Authorization, or NULL */
+};
+
+/* What the handler answers: a JSON body, or a log stream the server pumps. */
+struct api_response {
+	int status;
+	json_t *body; /* owned */
+	bool stream;
+	char stream_path[PATH_MAX];
+	uint64_t stream_offset;
+	bool follow;
+	char stream_sandbox[64]; /* follow until this sandbox stops running */
+};
+
+void api_handle(struct gateway *gw, const struct api_request *req, struct api_response *resp);
+/* Sets resp to {"error": code, "message": msg} with status. */
+void api_error(struct api_response *resp, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Maps an os_error code to a status and error code (ENOENT 404, EEXIST 409 ...). */
+void api_fail(struct api_response *resp, const os_error *err);
+
+/* Route families (api_sandbox.c, api_policy.c, api_provider.c). Each returns
+ * false when the path is not theirs. parts are the path's segments after /v1. */
+bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char **parts, size_t n,
+		       struct api_response *resp);
+bool api_policy_route(struct gateway *gw, const struct api_request *req, char **parts, size_t n,
+		      struct api_response *resp);
+bool api_provider_route(struct gateway *gw, const struct api_request *req, char **parts, size_t n,
+			struct api_response *resp);
+bool api_supervisor_route(struct gateway *gw, const struct api_request *req, const json_t *caller,
+			  char **parts, size_t n, struct api_response *resp);
+
+/* Public view of a sandbox row (no token hash, no driver internals). */
+json_t *api_sandbox_view(const json_t *row);
+/* Parses the body as a JSON object with only allowed keys; 400 on failure. */
+json_t *api_body(const struct api_request *req, const char *const allowed[],
+		 struct api_response *resp);
+
+/* lifecycle.c */
+int lifecycle_start(struct gateway *gw, os_error *err);
+/* One pass over every sandbox: drive phases toward what was asked. */
+void lifecycle_tick(struct gateway *gw);
+/* True while the sandbox's supervisor runs (log followers stop after it). */
+bool lifecycle_running(struct gateway *gw, const char *id);
+/* Material (policy, credentials, inference, token) handed to the driver. */
+int lifecycle_configure(struct gateway *gw, json_t *row, const char *policy_yaml,
+			const char *token, os_error *err);
+/* Applies an action (create/start/stop/delete) now; persists intent first. */
+int lifecycle_act(struct gateway *gw, json_t *row, const char *action, os_error *err);
+
+/* server.c */
+struct gateway_listen {
+	const char *tcp; /* "127.0.0.1:17670" or NULL */
+	const char *unix_path; /* or NULL */
+};
+int server_start(struct gateway *gw, const struct gateway_listen *ls, os_error *err);
+void server_free(struct server *s);
+
+#endif

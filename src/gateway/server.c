@@ -1,0 +1,365 @@
+/* server.c - the gateway's listeners and HTTP/1.1 connections on the shared
+ * loop: one request per connection (Connection: close), bodies only with
+ * Content-Length and at most GW_BODY_MAX, JSON answers or chunked log
+ * streams. Never blocks on a slow client: output is buffered and pumped
+ * when the socket is writable. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cleanup.h"
+#include "gateway.h"
+#include "http.h"
+#include "log.h"
+#include "loop.h"
+#include "parse.h"
+
+#define CONN_MAX 512
+#define IN_CAP (GW_BODY_MAX + 16384)
+#define OUT_CAP (8u << 20)
+#define IDLE_MS 30000
+#define STREAM_TICK_MS 200
+#define STREAM_READ 65536
+
+struct server {
+	struct gateway *gw;
+	int fds[2];
+	struct loop_io *ios[2];
+	size_t nconns;
+};
+
+struct conn {
+	struct server *srv;
+	int fd;
+	struct loop_io *io;
+	struct loop_timer *timer;
+	struct http_parser parser;
+	struct buf in, out;
+	bool responded, closing;
+	struct api_response resp;
+};
+
+static void conn_close(struct conn *c)
+{
+	if (c->io)
+		loop_io_remove(c->io);
+	if (c->timer)
+		loop_timer_remove(c->timer);
+	close(c->fd);
+	buf_free(&c->in);
+	buf_free(&c->out);
+	json_decref(c->resp.body);
+	c->srv->nconns--;
+	free(c);
+}
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 411: return "Length Required";
+	case 413: return "Content Too Large";
+	case 422: return "Unprocessable Content";
+	case 431: return "Request Header Fields Too Large";
+	case 503: return "Service Unavailable";
+	default: return status < 500 ? "Client Error" : "Server Error";
+	}
+}
+
+/* Writes as much buffered output as the socket takes; closes when done. */
+static void flush(struct conn *c)
+{
+	while (c->out.len > 0) {
+		ssize_t n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			loop_io_modify(c->io, LOOP_OUT, NULL);
+			return;
+		}
+		if (n <= 0) {
+			conn_close(c);
+			return;
+		}
+		buf_consume(&c->out, (size_t)n);
+	}
+	if (c->closing) {
+		shutdown(c->fd, SHUT_WR);
+		conn_close(c);
+		return;
+	}
+	loop_io_modify(c->io, c->resp.stream ? 0 : LOOP_IN, NULL);
+}
+
+static void write_head(struct conn *c, int status, const char *ctype, size_t len, bool chunked)
+{
+	http_write_status_line(&c->out, status, reason(status), NULL);
+	http_write_header(&c->out, "Content-Type", ctype, NULL);
+	if (chunked)
+		http_write_header(&c->out, "Transfer-Encoding", "chunked", NULL);
+	else
+		http_write_content_length(&c->out, len, NULL);
+	http_write_header(&c->out, "Connection", "close", NULL);
+	http_write_header(&c->out, "Cache-Control", "no-store", NULL);
+	http_write_head_end(&c->out, NULL);
+}
+
+static void send_json(struct conn *c, int status, json_t *body)
+{
+	_cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
+	size_t n = text ? strlen(text) : 0;
+	write_head(c, status, "application/json", n + 1, false);
+	buf_append(&c->out, text ? text : "", n, NULL);
+	buf_append(&c->out, "\n", 1, NULL);
+	c->responded = true;
+	c->closing = true;
+	flush(c);
+}
+
+static void send_error(struct conn *c, int status, const char *code, const char *msg)
+{
+	_cleanup_json_ json_t *b = json_pack("{s:s, s:s}", "error", code, "message", msg);
+	send_json(c, status, b);
+}
+
+/* Pumps the log file into chunks; ends when the file is drained and (when
+ * following) the sandbox no longer runs. */
+static void stream_tick(struct loop *l, struct loop_timer *t, void *data)
+{
+	struct conn *c = data;
+	if (c->out.len > OUT_CAP / 2)
+		return;
+	bool running = c->resp.follow && lifecycle_running(c->srv->gw, c->resp.stream_sandbox);
+	_cleanup_free_ char *chunk = malloc(STREAM_READ);
+	ssize_t n = 0;
+	int fd = open(c->resp.stream_path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && chunk) {
+		n = pread(fd, chunk, STREAM_READ, (off_t)c->resp.stream_offset);
+		close(fd);
+	}
+	if (n > 0) {
+		c->resp.stream_offset += (uint64_t)n;
+		http_write_chunk(&c->out, chunk, (size_t)n, NULL);
+	} else if (!running) {
+		http_write_last_chunk(&c->out, NULL);
+		c->closing = true;
+	}
+	flush(c); /* may free c */
+}
+
+static void start_stream(struct conn *c)
+{
+	write_head(c, 200, "text/plain; charset=utf-8", 0, true);
+	c->responded = true;
+	if (loop_timer_set(c->timer, 0, STREAM_TICK_MS, NULL) < 0) {
+		conn_close(c);
+		return;
+	}
+	flush(c);
+}
+
+static const char *bearer_of(const struct http_request *req, char *tok, size_t cap)
+{
+	const struct http_header *h = http_header_find(&req->headers, "Authorization");
+	if (!h || h->value.len < 7 || !str_ieq(h->value.p, 7, "Bearer ", 7) ||
+	    h->value.len - 7 >= cap)
+		return NULL;
+	memcpy(tok, h->value.p + 7, h->value.len - 7);
+	tok[h->value.len - 7] = '\0';
+	return tok;
+}
+
+static void dispatch(struct conn *c, const struct http_request *hr, const char *body,
+		     size_t body_len)
+{
+	char method[16], path[2048], query[2048], tok[256];
+	if (hr->method.len >= sizeof(method) || hr->path.len >= sizeof(path) ||
+	    hr->query.len >= sizeof(query))
+		return send_error(c, 414, "uri_too_long", "request target too long");
+	memcpy(method, hr->method.p, hr->method.len);
+	method[hr->method.len] = '\0';
+	memcpy(path, hr->path.p, hr->path.len);
+	path[hr->path.len] = '\0';
+	memcpy(query, hr->query.p, hr->query.len);
+	query[hr->query.len] = '\0';
+	struct api_request req = { .method = method,
+				   .path = path,
+				   .query = query,
+				   .body = body,
+				   .body_len = body_len,
+				   .bearer = bearer_of(hr, tok, sizeof(tok)) };
+	api_handle(c->srv->gw, &req, &c->resp);
+	if (c->resp.stream)
+		return start_stream(c);
+	send_json(c, c->resp.status, c->resp.body);
+}
+
+static void on_request_bytes(struct conn *c)
+{
+	struct http_request req;
+	size_t head = 0;
+	os_error err = { 0 };
+	int r = http_parse_request(&c->parser, c->in.data, c->in.len, &req, &head, &err);
+	if (r == HTTP_PARSE_NEED_MORE)
+		return;
+	if (r < 0)
+		return send_error(c, err.code == EMSGSIZE ? 431 : 400, "bad_request", err.msg);
+	if (req.form != HTTP_TARGET_ORIGIN)
+		return send_error(c, 400, "bad_request", "request target must be a path");
+	enum http_body_kind kind = http_request_body(&req);
+	if (kind == HTTP_BODY_CHUNKED)
+		return send_error(c, 411, "length_required",
+				  "send the body with Content-Length, not chunked");
+	uint64_t blen = kind == HTTP_BODY_LENGTH ? req.framing.content_length : 0;
+	if (blen > GW_BODY_MAX)
+		return send_error(c, 413, "body_too_large",
+				  "request body over 1 MiB: send less (large policies belong in "
+				  "several revisions)");
+	if (c->in.len - head < blen)
+		return;
+	dispatch(c, &req, c->in.data + head, (size_t)blen);
+}
+
+static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *data)
+{
+	struct conn *c = data;
+	if (ev & LOOP_OUT)
+		return flush(c);
+	if (c->responded) {
+		if (ev & (LOOP_HUP | LOOP_ERR))
+			conn_close(c);
+		return;
+	}
+	char tmp[16384];
+	ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0)
+		return conn_close(c);
+	if (buf_append(&c->in, tmp, (size_t)n, NULL) < 0)
+		return send_error(c, 413, "body_too_large", "request over the size limit");
+	on_request_bytes(c);
+}
+
+static void on_idle(struct loop *l, struct loop_timer *t, void *data)
+{
+	struct conn *c = data;
+	if (c->resp.stream)
+		return stream_tick(l, t, data);
+	conn_close(c);
+}
+
+static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned ev, void *data)
+{
+	struct server *s = data;
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		struct conn *c = s->nconns < CONN_MAX ? calloc(1, sizeof(*c)) : NULL;
+		if (!c) {
+			close(fd); /* over the connection cap: refuse rather than queue */
+			continue;
+		}
+		c->srv = s;
+		c->fd = fd;
+		buf_init(&c->in, IN_CAP);
+		buf_init(&c->out, OUT_CAP);
+		http_parser_init(&c->parser, NULL);
+		s->nconns++;
+		if (loop_io_add(l, fd, LOOP_IN, 0, on_io, c, &c->io, NULL) < 0 ||
+		    loop_timer_add(l, IDLE_MS, 0, on_idle, c, &c->timer, NULL) < 0)
+			conn_close(c);
+	}
+}
+
+static int listen_tcp(const char *spec, int *out, os_error *err)
+{
+	struct http_authority a;
+	if (http_parse_authority(spec, strlen(spec), 0, true, &a, err) < 0)
+		return os_error_prefix(err, "listen address \"%s\" (want IPV4:PORT)", spec);
+	char host[64];
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(a.port) };
+	if (a.host.len >= sizeof(host))
+		return os_error_set(err, EINVAL, "listen address \"%s\": bad host", spec);
+	memcpy(host, a.host.p, a.host.len);
+	host[a.host.len] = '\0';
+	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		return os_error_set(err, EINVAL, "listen address \"%s\": not an IPv4 address", spec);
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 256) < 0)
+		return os_error_errno(err, "listening on %s", spec);
+	*out = steal_fd(fd);
+	return 0;
+}
+
+static int listen_unix(const char *path, int *out, os_error *err)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	if (str_copy(sun.sun_path, sizeof(sun.sun_path), path, err) < 0)
+		return os_error_prefix(err, "unix socket path");
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return os_error_errno(err, "socket");
+	/* A stale socket file from a crashed gateway: remove only if it is a socket. */
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
+	mode_t old = umask(0177);
+	int rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc < 0 || listen(fd, 256) < 0)
+		return os_error_errno(err, "listening on %s", path);
+	*out = steal_fd(fd);
+	return 0;
+}
+
+int server_start(struct gateway *gw, const struct gateway_listen *ls, os_error *err)
+{
+	struct server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return os_error_set(err, ENOMEM, "server");
+	s->gw = gw;
+	s->fds[0] = s->fds[1] = -1;
+	gw->server = s;
+	if ((ls->tcp && listen_tcp(ls->tcp, &s->fds[0], err) < 0) ||
+	    (ls->unix_path && listen_unix(ls->unix_path, &s->fds[1], err) < 0))
+		return -1;
+	for (int i = 0; i < 2; i++)
+		if (s->fds[i] >= 0 &&
+		    loop_io_add(gw->loop, s->fds[i], LOOP_IN, 0, on_accept, s, &s->ios[i], err) < 0)
+			return -1;
+	return 0;
+}
+
+void server_free(struct server *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (s->ios[i])
+			loop_io_remove(s->ios[i]);
+		if (s->fds[i] >= 0)
+			close(s->fds[i]);
+	}
+	free(s);
+}

@@ -1,0 +1,278 @@
+/* egress.c - the supervisor side of the proxy (see egress.h). The static
+ * part of the policy (filesystem, process, Landlock) becomes the launch spec;
+ * the dynamic part (network policies) lives in reference-counted generations
+ * swapped on reload. */
+#include "egress.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "egress_proxy.h"
+#include "inference.h"
+#include "json.h"
+#include "log.h"
+#include "parse.h"
+
+#define SYSTEM_ROOTS "/etc/ssl/certs/ca-certificates.crt"
+
+struct egress {
+	struct egress_options o;
+	struct policy_holder *holder;
+	struct proxy *proxy;
+	struct audit *audit;
+	struct proxy_config cfg;
+	char ca_path[PATH_MAX], bundle_path[PATH_MAX];
+};
+
+static struct policy_gen *load_gen(const char *path, struct policy_diag *diag, os_error *err)
+{
+	struct policy_doc *doc;
+	if (policy_load_file(path, &doc, diag, err) < 0)
+		return NULL;
+	return policy_compile(doc, err);
+}
+
+static int listen_at(const struct sockaddr *addr, socklen_t len, os_error *err)
+{
+	int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    bind(fd, addr, len) < 0 || listen(fd, 1024) < 0) {
+		os_error_errno(err, "proxy listener");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int setup_ca(struct egress *e, os_error *err)
+{
+	if (mkdir(e->o.run_dir, 0755) < 0 && errno != EEXIST)
+		return os_error_errno(err, "creating %s", e->o.run_dir);
+	if (str_format(e->ca_path, sizeof e->ca_path, err, "%s/ca.pem", e->o.run_dir) < 0 ||
+	    str_format(e->bundle_path, sizeof e->bundle_path, err, "%s/ca-bundle.pem",
+		       e->o.run_dir) < 0)
+		return -1;
+	const char *roots = access(SYSTEM_ROOTS, R_OK) == 0 ? SYSTEM_ROOTS : NULL;
+	if (tls_ca_new(e->o.sandbox_id, &e->cfg.ca, err) < 0 ||
+	    tls_ca_write_files(e->cfg.ca, e->ca_path, e->bundle_path, roots, err) < 0)
+		return os_error_prefix(err, "sandbox CA");
+	return 0;
+}
+
+int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
+		 const struct egress_options *o, struct egress **out, os_error *err)
+{
+	struct egress *e = calloc(1, sizeof *e);
+	if (!e)
+		return os_error_set(err, ENOMEM, "out of memory");
+	e->o = *o;
+	proxy_raise_fd_limit();
+	proxy_limits_default(&e->cfg.limits);
+	e->cfg.sandbox_id = o->sandbox_id;
+	struct policy_gen *g = load_gen(o->policy_path, NULL, err);
+	struct resolver_config rc = { .dns_servers = o->dns_servers, .hosts_file = o->hosts_file };
+	if (!g || !(e->holder = policy_holder_new(g)) ||
+	    audit_open(o->audit_log, o->sandbox_id, &e->audit, err) < 0 ||
+	    resolver_new(l, &rc, &e->cfg.resolver, err) < 0 ||
+	    (o->credentials_path &&
+	     credentials_load(o->credentials_path, &e->cfg.creds, err) < 0) ||
+	    (o->inference_path &&
+	     inference_routes_load(o->inference_path, &e->cfg.inference, err) < 0) ||
+	    (o->run_dir && setup_ca(e, err) < 0) ||
+	    !(e->cfg.upstream_tls = tls_client_ctx_new(o->upstream_ca, err))) {
+		egress_free(e);
+		return -1;
+	}
+	e->cfg.policy = e->holder;
+	e->cfg.audit = e->audit;
+	if ((e->cfg.listen_fd = listen_at(addr, len, err)) < 0 ||
+	    proxy_new(l, &e->cfg, &e->proxy, err) < 0) {
+		if (e->cfg.listen_fd > 0 && !e->proxy)
+			close(e->cfg.listen_fd);
+		egress_free(e);
+		return -1;
+	}
+	struct audit_record r = {
+		.event = "policy", .decision = "allow", .reason = "policy_loaded", .uid = -1
+	};
+	audit_write(e->audit, &r);
+	*out = e;
+	return 0;
+}
+
+static json_t *path_array(char **v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+/* The launch spec's filesystem part: the policy's lists, the workdir when
+ * include_workdir, and the CA directory (read-only) so TLS clients work. */
+static void fill_filesystem(struct egress *e, const struct policy_doc *d, json_t *spec)
+{
+	static const char *const defaults_ro[] = { "/usr",  "/lib", "/lib64", "/bin",
+						   "/sbin", "/etc", "/proc",  "/dev/urandom" };
+	static const char *const defaults_rw[] = { "/tmp", "/dev/null" };
+	json_t *ro, *rw;
+	if (d->fs_present) {
+		ro = path_array(d->read_only, d->n_read_only);
+		rw = path_array(d->read_write, d->n_read_write);
+	} else {
+		ro = json_array();
+		rw = json_array();
+		for (size_t i = 0; i < ARRAY_SIZE(defaults_ro); i++)
+			json_array_append_new(ro, json_string(defaults_ro[i]));
+		for (size_t i = 0; i < ARRAY_SIZE(defaults_rw); i++)
+			json_array_append_new(rw, json_string(defaults_rw[i]));
+	}
+	if (d->include_workdir && e->o.workdir)
+		json_array_append_new(rw, json_string(e->o.workdir));
+	if (e->o.run_dir)
+		json_array_append_new(ro, json_string(e->o.run_dir));
+	json_object_set_new(spec, "filesystem",
+			    json_pack("{s:o, s:o}", "read_only", ro, "read_write", rw));
+	json_object_set_new(spec, "landlock",
+			    json_string(d->landlock == POLICY_LANDLOCK_HARD_REQUIREMENT
+						? "hard_requirement"
+						: "best_effort"));
+}
+
+static void fill_ident(json_t *spec, const char *key, const struct policy_ident *id)
+{
+	if (!id->set)
+		return;
+	if (id->is_sandbox)
+		json_object_set_new(spec, key, json_string("sandbox"));
+	else
+		json_object_set_new(spec, key, json_integer(id->id));
+}
+
+static void fill_env(struct egress *e, json_t *env, const char *proxy_url)
+{
+	static const char *const proxy_vars[] = { "HTTP_PROXY",	 "HTTPS_PROXY", "http_proxy",
+						  "https_proxy", "ALL_PROXY",	"all_proxy" };
+	static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+					       "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+					       "GIT_SSL_CAINFO" };
+	for (size_t i = 0; i < ARRAY_SIZE(proxy_vars); i++)
+		json_object_set_new(env, proxy_vars[i], json_string(proxy_url));
+	json_object_set_new(env, "NO_PROXY", json_string("localhost,127.0.0.1,::1"));
+	json_object_set_new(env, "no_proxy", json_string("localhost,127.0.0.1,::1"));
+	if (e->cfg.ca)
+		for (size_t i = 0; i < ARRAY_SIZE(ca_vars); i++)
+			json_object_set_new(env, ca_vars[i],
+					    json_string(i == 3 ? e->ca_path : e->bundle_path));
+	char **vars = NULL;
+	size_t n = 0;
+	if (e->cfg.creds && credentials_agent_env(e->cfg.creds, &vars, &n, NULL) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			char *eq = strchr(vars[i], '=');
+			if (eq) {
+				*eq = '\0';
+				json_object_set_new(env, vars[i], json_string(eq + 1));
+			}
+			free(vars[i]);
+		}
+		free(vars);
+	}
+}
+
+int egress_fill_spec(struct egress *e, json_t *spec, const char *proxy_url, os_error *err)
+{
+	struct policy_gen *g = policy_holder_acquire(e->holder);
+	const struct policy_doc *d = policy_gen_doc(g);
+	fill_filesystem(e, d, spec);
+	fill_ident(spec, "user", &d->run_as_user);
+	fill_ident(spec, "group", &d->run_as_group);
+	policy_unref(g);
+	json_t *env = json_object_get(spec, "env");
+	if (!env) {
+		env = json_object();
+		json_object_set_new(spec, "env", env);
+	}
+	fill_env(e, env, proxy_url);
+	return 0;
+}
+
+int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err)
+{
+	struct identity_ctx *id;
+	if (identity_ctx_new(entry_pid, &id, err) < 0)
+		return os_error_prefix(err, "caller identity");
+	proxy_set_identity(e->proxy, id);
+	return 0;
+}
+
+int egress_reload(struct egress *e, os_error *err)
+{
+	struct policy_diag diag = { 0 };
+	struct policy_gen *g = load_gen(e->o.policy_path, &diag, err);
+	struct audit_record r = { .event = "policy", .uid = -1 };
+	if (!g) {
+		r.decision = "deny";
+		r.reason = "policy_invalid";
+		r.detail = err->msg;
+		audit_write(e->audit, &r);
+		policy_diag_free(&diag);
+		return -1;
+	}
+	/* Only the dynamic part may change on a live sandbox. */
+	struct policy_gen *cur = policy_holder_acquire(e->holder);
+	const struct policy_doc *a = policy_gen_doc(cur), *b = policy_gen_doc(g);
+	bool static_same = a->landlock == b->landlock && a->fs_present == b->fs_present &&
+			   a->n_read_only == b->n_read_only && a->n_read_write == b->n_read_write &&
+			   a->include_workdir == b->include_workdir;
+	for (size_t i = 0; static_same && i < a->n_read_only; i++)
+		static_same = strcmp(a->read_only[i], b->read_only[i]) == 0;
+	for (size_t i = 0; static_same && i < a->n_read_write; i++)
+		static_same = strcmp(a->read_write[i], b->read_write[i]) == 0;
+	policy_unref(cur);
+	if (!static_same) {
+		policy_unref(g);
+		r.decision = "deny";
+		r.reason = "policy_invalid";
+		r.detail = "filesystem_policy and landlock are fixed when the sandbox starts";
+		audit_write(e->audit, &r);
+		return os_error_set(err, EINVAL, "%s", r.detail);
+	}
+	policy_holder_swap(e->holder, g);
+	proxy_policy_changed(e->proxy);
+	r.decision = "allow";
+	r.reason = "policy_loaded";
+	audit_write(e->audit, &r);
+	return 0;
+}
+
+void egress_free(struct egress *e)
+{
+	if (!e)
+		return;
+	proxy_free(e->proxy);
+	resolver_free(e->cfg.resolver);
+	credentials_free(e->cfg.creds);
+	inference_routes_free(e->cfg.inference);
+	tls_ca_free(e->cfg.ca);
+	SSL_CTX_free(e->cfg.upstream_tls);
+	if (e->holder)
+		policy_holder_free(e->holder);
+	audit_close(e->audit);
+	/* The CA files were only for this sandbox's agent. */
+	if (e->ca_path[0])
+		unlink(e->ca_path);
+	if (e->bundle_path[0])
+		unlink(e->bundle_path);
+	if (e->o.run_dir && e->ca_path[0])
+		rmdir(e->o.run_dir);
+	free(e);
+}

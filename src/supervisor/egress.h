@@ -1,0 +1,50 @@
+/* egress.h - the supervisor's policy authority at run time: it owns the
+ * egress proxy (on the address the isolation backend chose), the policy
+ * generations, the per-sandbox CA, credentials and inference routes, and it
+ * translates the policy's static part into the agent's launch spec. Nothing
+ * here is backend-specific. */
+#ifndef OS_SUPERVISOR_EGRESS_H
+#define OS_SUPERVISOR_EGRESS_H
+
+#include <jansson.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "loop.h"
+
+struct egress_options {
+	const char *sandbox_id;
+	const char *policy_path; /* required */
+	const char *credentials_path; /* optional, mode 0600 */
+	const char *inference_path; /* optional, mode 0600 */
+	const char *hosts_file; /* optional name pins for the resolver */
+	const char *dns_servers; /* optional "IP[:PORT],..." */
+	const char *upstream_ca; /* optional extra CA for upstream TLS */
+	const char *audit_log; /* NULL = stderr */
+	const char *run_dir; /* CA files for the agent go here (0755 dir) */
+	const char *workdir; /* the agent's /sandbox, or NULL */
+};
+
+struct egress;
+
+/* Loads everything, binds and starts the proxy. Before confirm: no agent yet. */
+int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
+		 const struct egress_options *o, struct egress **out, os_error *err);
+
+/* Fills the launch spec from the policy: filesystem lists, user/group (when
+ * the policy sets them), Landlock mode, and the environment (proxy, CA
+ * bundle variables, credential placeholders). Keys already present win for
+ * user/group only. */
+int egress_fill_spec(struct egress *e, json_t *spec, const char *proxy_url, os_error *err);
+
+/* Binds caller identity to the agent's entry process. */
+int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err);
+
+/* Re-reads the policy file: valid -> new generation (audit "policy_loaded"),
+ * invalid -> the running policy stays (audit "policy_invalid"). */
+int egress_reload(struct egress *e, os_error *err);
+
+void egress_free(struct egress *e);
+
+#endif

@@ -1,0 +1,57 @@
+"""`openshell policy validate FILE...`: `FILE: ok` on stdout for valid files,
+every error (FILE:LINE:COL: key.path: ...) on stderr for invalid ones, exit 0/1."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("OPENSHELL_BUILD", ROOT / "build"))
+CLI = BUILD / "src" / "cli" / "openshell"
+EXAMPLES = sorted((ROOT / "examples" / "policies").glob("*.yaml"))
+MALFORMED = ROOT / "tests" / "unit" / "policy-malformed"
+
+pytestmark = pytest.mark.skipif(not CLI.exists(), reason=f"{CLI} not built")
+
+
+def run(*args):
+    return subprocess.run([str(CLI), *map(str, args)], capture_output=True, text=True, timeout=30)
+
+
+def test_examples_validate_ok():
+    assert EXAMPLES, "no example policies"
+    r = run("policy", "validate", *EXAMPLES)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [f"{p}: ok" for p in EXAMPLES]
+    assert r.stderr == ""
+
+
+def test_invalid_file_prints_every_error_and_fails(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nprocess: { run_as_user: root }\nlandlock: { compatibility: x }\n")
+    r = run("policy", "validate", EXAMPLES[0], bad)
+    assert r.returncode == 1
+    assert r.stdout == f"{EXAMPLES[0]}: ok\n"  # the valid one is still reported
+    errors = r.stderr.splitlines()
+    assert errors[0].startswith(f"{bad}:2:25: process.run_as_user: expected")
+    assert errors[1].startswith(f"{bad}:3:28: landlock.compatibility: expected")
+    assert len(errors) == 2
+
+
+def test_malformed_corpus_all_fail():
+    files = sorted(MALFORMED.glob("*.yaml"))
+    assert len(files) >= 40
+    r = run("policy", "validate", *files)
+    assert r.returncode == 1
+    assert r.stdout == ""
+    for f in files:
+        assert f"{f}:" in r.stderr, f"no error for {f.name}"
+
+
+def test_missing_file_and_usage(tmp_path):
+    r = run("policy", "validate", tmp_path / "absent.yaml")
+    assert r.returncode == 1
+    assert "absent.yaml" in r.stderr
+    assert run("policy").returncode == 2
+    assert run("--help").returncode == 0
