@@ -115,8 +115,9 @@ static int parse_args(int argc, char **argv, struct options *o, os_error *err)
 	}
 	if (!o->desc.backend || !o->desc.sandbox_id || !o->desc.proxy_port ||
 	    !o->egress.policy_path)
-		return os_error_set(err, EINVAL,
-				    "--backend, --sandbox-id, --proxy-port and --policy are required");
+		return os_error_set(
+			err, EINVAL,
+			"--backend, --sandbox-id, --proxy-port and --policy are required");
 	o->egress.sandbox_id = o->desc.sandbox_id;
 	o->egress.audit_log = o->audit_log;
 	if (!o->egress.run_dir) {

@@ -231,25 +231,22 @@ static void workload_pod_is_restricted_gated_and_proxied(void **state)
 	json_t *rec = validate(&f, request("w1", NULL), &err);
 	json_t *wl = k8s_render_workload_pod(&f.s, rec, NULL);
 	const json_t *spec = P(wl, "spec");
-	assert_string_equal(json_string_value(P(json_array_get(json_object_get(spec,
-									       "schedulingGates"),
-							       0),
-						"name")),
-			    K8S_SCHEDULING_GATE);
+	assert_string_equal(
+		json_string_value(
+			P(json_array_get(json_object_get(spec, "schedulingGates"), 0), "name")),
+		K8S_SCHEDULING_GATE);
 	assert_true(json_is_false(json_object_get(spec, "automountServiceAccountToken")));
 	assert_int_equal(json_integer_value(P(spec, "securityContext", "runAsUser")), 1234);
 	json_t *agent = json_array_get(json_object_get(spec, "containers"), 0);
 	assert_true(json_is_false(P(agent, "securityContext", "allowPrivilegeEscalation")));
-	assert_string_equal(
-		json_string_value(json_array_get(P(agent, "securityContext", "capabilities", "drop"),
-						 0)),
-		"ALL");
+	assert_string_equal(json_string_value(json_array_get(
+				    P(agent, "securityContext", "capabilities", "drop"), 0)),
+			    "ALL");
 	assert_null(P(agent, "securityContext", "capabilities", "add"));
 	bool proxied = false;
 	size_t i;
 	json_t *e;
-	json_array_foreach(json_object_get(agent, "env"), i, e)
-	{
+	json_array_foreach (json_object_get(agent, "env"), i, e) {
 		if (!strcmp(json_string_value(json_object_get(e, "name")), "HTTPS_PROXY"))
 			proxied = !strcmp(json_string_value(json_object_get(e, "value")),
 					  "http://os-w1-supervisor.ns1.svc:3128");
@@ -290,16 +287,16 @@ static void fence_allows_only_supervisor_and_configured_dns(void **state)
 	json_t *rec = validate(&f, request("f1", NULL), &err);
 	json_t *fence = k8s_render_fence(&f.s, rec, NULL);
 	assert_int_equal(json_array_size(P(fence, "spec", "egress")), 1);
-	assert_string_equal(json_string_value(P(fence, "spec", "podSelector", "matchLabels",
-						K8S_L_COMPONENT)),
-			    "workload");
+	assert_string_equal(
+		json_string_value(P(fence, "spec", "podSelector", "matchLabels", K8S_L_COMPONENT)),
+		"workload");
 	json_decref(fence);
 	json_decref(rec);
 	unload(&f);
-	assert_int_equal(load(&f,
-			      "dns_peers = [{pod_selector = {k8s-app = \"kube-dns\"}, port = 53}]\n",
-			      &err),
-			 0);
+	assert_int_equal(
+		load(&f, "dns_peers = [{pod_selector = {k8s-app = \"kube-dns\"}, port = 53}]\n",
+		     &err),
+		0);
 	rec = validate(&f, request("f1", NULL), &err);
 	fence = k8s_render_fence(&f.s, rec, NULL);
 	const json_t *dns = json_array_get(P(fence, "spec", "egress"), 1);
@@ -393,7 +390,8 @@ static void kubeconfig_refuses_exec_skip_tls_and_bad_base64(void **state)
 	os_error err = { 0 };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_int_equal(
-			k8s_kubeconfig_parse("kc", bad[i], strlen(bad[i]), ".", NULL, &c, &err), -1);
+			k8s_kubeconfig_parse("kc", bad[i], strlen(bad[i]), ".", NULL, &c, &err),
+			-1);
 	assert_int_equal(k8s_kubeconfig_parse("kc", good, strlen(good), ".", NULL, &c, &err), 0);
 	k8s_creds_free(&c);
 }

@@ -1,0 +1,258 @@
+/* lifecycle.c - sandbox phases: Provisioning -> Ready -> Stopping -> Stopped
+ * -> Starting -> Ready, Error (with the reason), Deleting. Every action
+ * persists the intent ("desired") before the driver acts, and a periodic
+ * pass drives each sandbox toward it from what the driver reports, so a
+ * gateway that crashed anywhere resumes where it stopped. Never forgets a
+ * sandbox silently: what cannot be re-adopted is marked Error with why. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "gateway.h"
+#include "json.h"
+#include "log.h"
+#include "loop.h"
+
+#define TICK_MS 300
+
+static const char *str(const json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "";
+}
+
+static void set(json_t *row, const char *phase, const char *message)
+{
+	json_object_set_new(row, "phase", json_string(phase));
+	if (message)
+		json_object_set_new(row, "message", json_string(message));
+}
+
+static int save(struct gateway *gw, json_t *row, os_error *err)
+{
+	if (store_sandbox_update(gw->store, row, err) < 0) {
+		log_warn("sandbox %s: %s", str(row, "name"), err->msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Test-only: OPENSHELL_TEST_GATEWAY_CRASH=after-spawn kills the gateway
+ * between the driver's spawn and the write that records it, the worst moment
+ * for a crash; the restart must still end consistent. */
+static void crash_point(const char *where)
+{
+	const char *v = getenv("OPENSHELL_TEST_GATEWAY_CRASH");
+	if (v && !strcmp(v, where))
+		raise(SIGKILL);
+}
+
+static int act_create(struct gateway *gw, json_t *row, json_t *rec, os_error *err)
+{
+	const struct driver_ops *ops = gw->driver->ops;
+	bool start = !strcmp(str(row, "phase"), "Starting");
+	if ((start ? ops->start : ops->create)(gw->driver, rec, err) < 0) {
+		set(row, "Error", err->msg);
+		save(gw, row, NULL);
+		return -1;
+	}
+	crash_point("after-spawn");
+	return save(gw, row, err);
+}
+
+int lifecycle_act(struct gateway *gw, json_t *row, const char *action, os_error *err)
+{
+	json_t *rec = json_object_get(row, "record");
+	const char *phase = str(row, "phase");
+	if (!strcmp(action, "create"))
+		return act_create(gw, row, rec, err);
+	if (!strcmp(str(row, "desired"), "deleted"))
+		return os_error_set(err, EBUSY, "sandbox \"%s\" is being deleted", str(row, "name"));
+	if (!strcmp(action, "start")) {
+		if (strcmp(phase, "Stopped") != 0 && strcmp(phase, "Error") != 0)
+			return os_error_set(err, EBUSY,
+					    "sandbox \"%s\" is %s: only a Stopped or Error "
+					    "sandbox can be started",
+					    str(row, "name"), phase);
+		json_object_set_new(row, "desired", json_string("running"));
+		json_object_set_new(row, "exit_code", json_null());
+		set(row, "Starting", "");
+		if (save(gw, row, err) < 0)
+			return -1;
+		return act_create(gw, row, rec, err);
+	}
+	if (!strcmp(action, "stop")) {
+		json_object_set_new(row, "desired", json_string("stopped"));
+		if (strcmp(phase, "Stopped") != 0)
+			set(row, "Stopping", "");
+	} else if (!strcmp(action, "delete")) {
+		json_object_set_new(row, "desired", json_string("deleted"));
+		set(row, "Deleting", "");
+	} else
+		return os_error_set(err, EINVAL, "unknown action %s", action);
+	if (save(gw, row, err) < 0)
+		return -1;
+	lifecycle_tick(gw);
+	return 0;
+}
+
+bool lifecycle_running(struct gateway *gw, const char *id)
+{
+	_cleanup_json_ json_t *row = NULL;
+	if (store_sandbox_get(gw->store, id, &row, NULL) < 0)
+		return false;
+	const char *p = str(row, "phase");
+	return !strcmp(p, "Provisioning") || !strcmp(p, "Starting") || !strcmp(p, "Ready") ||
+	       !strcmp(p, "Stopping");
+}
+
+/* Resolves pending policy revisions from what the supervisor reported. */
+static void settle_policies(struct gateway *gw, const json_t *row, const json_t *st,
+			    bool became_ready)
+{
+	const char *id = str(row, "id");
+	_cleanup_json_ json_t *revs = NULL;
+	if (store_policy_list(gw->store, id, &revs, NULL) < 0)
+		return;
+	json_int_t events = json_integer_value(json_object_get(st, "policy_events"));
+	const json_t *last = json_object_get(st, "policy_last");
+	bool supported = json_is_true(json_object_get(st, "policy_supported"));
+	size_t i;
+	json_t *r;
+	json_array_foreach(revs, i, r)
+	{
+		json_int_t rev = json_integer_value(json_object_get(r, "revision"));
+		if (strcmp(str(r, "status"), "pending") != 0)
+			continue;
+		if (!supported) {
+			store_policy_set_status(gw->store, id, rev, "failed",
+						"this host's openshell-supervisor cannot load "
+						"policies (no --policy support)",
+						NULL);
+		} else if (i > 0 && (became_ready ||
+				     events > json_integer_value(json_object_get(r, "audit_mark")))) {
+			store_policy_set_status(gw->store, id, rev, "superseded",
+						"a newer revision replaced it", NULL);
+		} else if (became_ready) {
+			store_policy_set_status(gw->store, id, rev, "loaded", "", NULL);
+		} else if (events > json_integer_value(json_object_get(r, "audit_mark")) && last) {
+			bool ok = !strcmp(str(last, "reason"), "policy_loaded");
+			const char *msg = str(last, "message");
+			if (!*msg)
+				msg = str(last, "error");
+			store_policy_set_status(gw->store, id, rev, ok ? "loaded" : "failed",
+						ok ? "" : (*msg ? msg : "the supervisor rejected it"),
+						NULL);
+		}
+	}
+}
+
+static void exit_from(json_t *row, const json_t *st)
+{
+	const json_t *ec = json_object_get(st, "exit_code");
+	json_object_set_new(row, "exit_code", json_is_integer(ec) ? json_incref((json_t *)ec)
+								  : json_null());
+}
+
+/* desired = running: follow the driver; re-issue a create the crash interrupted. */
+static void drive_running(struct gateway *gw, json_t *row, const json_t *st)
+{
+	const char *dp = str(st, "phase"), *phase = str(row, "phase");
+	os_error err = { 0 };
+	if (!strcmp(dp, "Running") && strcmp(phase, "Ready") != 0) {
+		set(row, "Ready", "");
+		if (save(gw, row, NULL) == 0)
+			settle_policies(gw, row, st, true);
+	} else if (!strcmp(dp, "Running")) {
+		settle_policies(gw, row, st, false);
+	} else if (!strcmp(dp, "Failed")) {
+		exit_from(row, st);
+		set(row, "Error", str(st, "message"));
+		save(gw, row, NULL);
+		settle_policies(gw, row, st, false);
+	} else if (!strcmp(dp, "Stopped") && json_is_true(json_object_get(st, "absent"))) {
+		log_info("sandbox %s: never started (interrupted create): starting it now",
+			 str(row, "name"));
+		lifecycle_act(gw, row, "create", &err);
+	} else if (!strcmp(dp, "Stopped")) {
+		exit_from(row, st);
+		set(row, "Error", "the supervisor was stopped outside the gateway");
+		save(gw, row, NULL);
+	}
+}
+
+static void drive(struct gateway *gw, json_t *row)
+{
+	const char *desired = str(row, "desired"), *phase = str(row, "phase");
+	json_t *rec = json_object_get(row, "record");
+	os_error err = { 0 };
+	_cleanup_json_ json_t *st = NULL;
+	if (!strcmp(desired, "deleted")) {
+		if (gw->driver->ops->delete(gw->driver, rec, &err) == 0 &&
+		    store_sandbox_delete(gw->store, str(row, "id"), &err) == 0)
+			log_info("sandbox %s deleted", str(row, "name"));
+		else if (err.code != EAGAIN)
+			log_warn("sandbox %s: delete: %s", str(row, "name"), err.msg);
+		return;
+	}
+	if (!strcmp(phase, "Stopped") || !strcmp(phase, "Error"))
+		return;
+	if (gw->driver->ops->status(gw->driver, rec, &st, &err) < 0) {
+		log_warn("sandbox %s: status: %s", str(row, "name"), err.msg);
+		return;
+	}
+	if (!strcmp(desired, "running"))
+		return drive_running(gw, row, st);
+	const char *dp = str(st, "phase");
+	if (!strcmp(dp, "Stopped") || !strcmp(dp, "Failed")) {
+		exit_from(row, st);
+		set(row, "Stopped", "");
+		save(gw, row, NULL);
+	} else if (gw->driver->ops->stop(gw->driver, rec, &err) < 0) {
+		log_warn("sandbox %s: stop: %s", str(row, "name"), err.msg);
+	}
+}
+
+void lifecycle_tick(struct gateway *gw)
+{
+	_cleanup_json_ json_t *rows = NULL;
+	if (store_sandbox_list(gw->store, &rows, NULL) < 0)
+		return;
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) drive(gw, row);
+}
+
+static void on_tick(struct loop *l, struct loop_timer *t, void *data)
+{
+	lifecycle_tick(data);
+}
+
+int lifecycle_start(struct gateway *gw, os_error *err)
+{
+	_cleanup_json_ json_t *rows = NULL, *report = NULL;
+	if (store_sandbox_list(gw->store, &rows, err) < 0)
+		return -1;
+	size_t n = json_array_size(rows);
+	json_t **recs = calloc(n + 1, sizeof(*recs));
+	if (!recs)
+		return os_error_set(err, ENOMEM, "reconcile");
+	for (size_t i = 0; i < n; i++)
+		recs[i] = json_object_get(json_array_get(rows, i), "record");
+	int rc = gw->driver->ops->reconcile(gw->driver, recs, n, &report, err);
+	free(recs);
+	if (rc < 0)
+		return os_error_prefix(err, "reconciling with the %s driver", gw->driver->ops->name);
+	size_t i;
+	json_t *r;
+	json_array_foreach(report, i, r)
+	{
+		_cleanup_free_ char *line = json_to_string(r);
+		log_info("reconcile: %s", line ? line : "?");
+	}
+	lifecycle_tick(gw);
+	return loop_timer_add(gw->loop, TICK_MS, TICK_MS, on_tick, gw, &gw->tick, err);
+}
