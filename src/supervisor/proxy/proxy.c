@@ -76,7 +76,7 @@ static void conn_free(struct loop *l, void *data)
 	buf_free(&c->cout);
 	buf_free(&c->uin);
 	buf_free(&c->uout);
-	free(c->id);
+	free(c->chain_store);
 	free(c);
 }
 
@@ -360,7 +360,7 @@ void proxy_policy_changed(struct proxy *p)
 	struct policy_gen *g = policy_holder_acquire(p->cfg.policy);
 	for (struct conn *c = p->conns, *next; c; c = next) {
 		next = c->next;
-		if (c->mode != MODE_TUNNEL || !c->id)
+		if (c->mode != MODE_TUNNEL || !c->identified)
 			continue;
 		/* Re-judge the tunnel under the new generation; close it if the answer changed. */
 		struct policy_decision d;

@@ -53,8 +53,13 @@ struct conn {
 	struct http_parser rparser; /* response heads from the upstream */
 	bool dead; /* closed; freed by a deferred call */
 	struct sockaddr_storage peer, local;
-	struct identity *id; /* resolved once per connection */
-	const char *chain[IDENTITY_CHAIN_MAX]; /* pointers into id->chain */
+	/* Caller identity, resolved once per connection and kept compact (the
+	 * resolver's scratch struct is large; 1,000 idle tunnels must stay small). */
+	bool identified;
+	pid_t id_pid;
+	uid_t id_uid;
+	char *chain_store; /* the chain's strings, back to back */
+	const char *chain[IDENTITY_CHAIN_MAX]; /* pointers into chain_store */
 	size_t n_chain;
 	bool id_failed;
 	const char *id_reason;

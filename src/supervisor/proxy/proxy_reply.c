@@ -62,8 +62,8 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 		.method = method,
 		.path = path,
 		.binary = caller_binary(c),
-		.pid = c->id ? c->id->pid : 0,
-		.uid = c->id ? (long)c->id->uid : -1,
+		.pid = c->identified ? c->id_pid : 0,
+		.uid = c->identified ? (long)c->id_uid : -1,
 		.detail = detail,
 		.generation = c->gen_serial + 1,
 	};

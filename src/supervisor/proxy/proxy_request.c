@@ -35,10 +35,33 @@ static bool read_client(struct conn *c)
 	return true;
 }
 
+/* Keeps the resolved chain in one small allocation. */
+static bool keep_chain(struct conn *c, const struct identity *id)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < id->n_chain; i++)
+		total += strlen(id->chain[i]) + 1;
+	c->chain_store = malloc(total ? total : 1);
+	if (!c->chain_store)
+		return false;
+	char *p = c->chain_store;
+	for (size_t i = 0; i < id->n_chain; i++) {
+		size_t n = strlen(id->chain[i]) + 1;
+		memcpy(p, id->chain[i], n);
+		c->chain[i] = p;
+		p += n;
+	}
+	c->n_chain = id->n_chain;
+	c->id_pid = id->pid;
+	c->id_uid = id->uid;
+	c->identified = true;
+	return true;
+}
+
 /* Who is calling: resolved once per connection from the kernel. */
 static void identify(struct conn *c)
 {
-	if (c->id || c->id_failed)
+	if (c->identified || c->id_failed)
 		return;
 	const struct proxy_config *cfg = proxy_cfg(c->proxy);
 	if (!cfg->identity) {
@@ -46,22 +69,17 @@ static void identify(struct conn *c)
 		c->id_reason = "identity_disabled";
 		return;
 	}
-	c->id = calloc(1, sizeof *c->id);
+	struct identity *id = calloc(1, sizeof *id);
 	os_error err = { 0 };
-	enum identity_failure f = c->id ? identity_resolve(cfg->identity, (void *)&c->peer,
-							   (void *)&c->local, c->id, &err)
-					: IDENTITY_PROC_ERROR;
-	if (f != IDENTITY_OK) {
-		free(c->id);
-		c->id = NULL;
+	enum identity_failure f =
+		id ? identity_resolve(cfg->identity, (void *)&c->peer, (void *)&c->local, id, &err)
+		   : IDENTITY_PROC_ERROR;
+	if (f != IDENTITY_OK || !keep_chain(c, id)) {
 		c->id_failed = true;
 		c->id_reason = identity_failure_name(f);
 		log_debug("proxy: identity: %s", err.msg);
-		return;
 	}
-	for (size_t i = 0; i < c->id->n_chain; i++)
-		c->chain[i] = c->id->chain[i];
-	c->n_chain = c->id->n_chain;
+	free(id);
 }
 
 static int copy_slice(char *dst, size_t cap, struct http_slice s)
@@ -97,8 +115,12 @@ static bool judge_connect(struct conn *c)
 	struct policy_decision d;
 	policy_decide_connect(c->gen, c->host, c->port, c->chain, c->n_chain, &d);
 	if (d.verdict == POLICY_DENY) {
-		if (c->id_failed && d.reason == POLICY_R_BINARY_NOT_ALLOWED)
+		if (c->id_failed && d.reason == POLICY_R_BINARY_NOT_ALLOWED) {
+			/* Say why the caller is unknown (e.g. binary_hash_mismatch). */
 			d.reason = POLICY_R_BINARY_UNKNOWN;
+			snprintf(d.detail, sizeof d.detail, "caller identity unavailable: %s",
+				 c->id_reason ? c->id_reason : "unknown");
+		}
 		reply_policy_denied(c, &d, NULL, NULL);
 		return false;
 	}
