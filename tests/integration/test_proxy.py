@@ -308,3 +308,46 @@ def test_thousand_concurrent_connections(proxy, upstream):
     finally:
         for s in socks:
             s.close()
+
+
+def test_binary_replaced_after_first_use_is_denied(upstream, tmp_path):
+    tool = tmp_path / "fetch"
+    subprocess.run(["cp", "/usr/bin/curl", str(tool)], check=True)
+    policy = POLICY.replace("{ path: /usr/bin/curl }", f"{{ path: {tool} }}")
+    p = Proxy(upstream, policy)
+    try:
+        def fetch():
+            r = subprocess.run([str(tool), "-s", "-o", "/dev/null", "-w", "%{http_code}", "-x",
+                                p.url, "http://upstream.test/pinned"], capture_output=True,
+                               text=True)
+            return r.stdout
+        assert fetch() == "200"  # first use pins its SHA-256
+        # Same path, different content (an ELF with one byte appended still runs).
+        swapped = tmp_path / "fetch.new"
+        subprocess.run(["cp", "/usr/bin/curl", str(swapped)], check=True)
+        with open(swapped, "ab") as f:
+            f.write(b"\0")
+        os.rename(swapped, tool)
+        assert fetch() == "403"
+        rec = last_audit(p, decision="deny")
+        assert rec["reason"] == "binary_unknown" and "binary_hash_mismatch" in rec["detail"]
+    finally:
+        p.stop()
+
+
+def test_slow_request_head_times_out(upstream):
+    p = Proxy(upstream, POLICY, extra=("--head-timeout-ms", "500"))
+    try:
+        s = socket.create_connection(("127.0.0.1", p.port), timeout=5)
+        s.sendall(b"GET http://upstream.test/ HTTP/1.1\r\n")
+        time.sleep(1.0)
+        assert s.recv(64).startswith(b"HTTP/1.1 408")
+        s.close()
+        # Positive control: a complete head in time is answered (403: this
+        # test process is not an allowed binary, but it was judged).
+        s = socket.create_connection(("127.0.0.1", p.port), timeout=5)
+        s.sendall(b"GET http://upstream.test/ HTTP/1.1\r\nHost: upstream.test\r\n\r\n")
+        assert s.recv(12) == b"HTTP/1.1 403"
+        s.close()
+    finally:
+        p.stop()

@@ -22,7 +22,7 @@ struct opts {
 	const char *listen, *policy, *hosts, *dns, *upstream_ca, *ca_dir, *creds, *inference;
 	const char *audit_log, *sandbox_id;
 	long identity_pid;
-	unsigned max_conns;
+	unsigned max_conns, head_timeout_ms;
 };
 
 struct state {
@@ -39,7 +39,7 @@ static void usage(void)
 		"         [--hosts FILE] [--dns IP[:PORT],...] [--upstream-ca FILE] [--ca-dir "
 		"DIR]\n"
 		"         [--credentials FILE] [--inference FILE] [--audit-log FILE]\n"
-		"         [--sandbox-id ID] [--max-conns N]\n");
+		"         [--sandbox-id ID] [--max-conns N] [--head-timeout-ms MS]\n");
 }
 
 static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
@@ -68,6 +68,10 @@ static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
 			if (parse_u64_str(v, 1, INT32_MAX, &n, err) < 0)
 				return os_error_prefix(err, "--identity-pid");
 			o->identity_pid = (long)n;
+		} else if (!strcmp(a, "--head-timeout-ms")) {
+			if (parse_u64_str(v, 1, 3600000, &n, err) < 0)
+				return os_error_prefix(err, "--head-timeout-ms");
+			o->head_timeout_ms = (unsigned)n;
 		} else if (!strcmp(a, "--max-conns")) {
 			if (parse_u64_str(v, 1, 1000000, &n, err) < 0)
 				return os_error_prefix(err, "--max-conns");
@@ -157,6 +161,8 @@ static int run(struct state *st, os_error *err)
 	proxy_limits_default(&cfg.limits);
 	if (o->max_conns)
 		cfg.limits.max_conns = o->max_conns;
+	if (o->head_timeout_ms)
+		cfg.limits.head_timeout_ms = o->head_timeout_ms;
 	struct policy_gen *g = load_policy(o->policy, err);
 	if (!g)
 		return -1;

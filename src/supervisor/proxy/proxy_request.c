@@ -115,7 +115,8 @@ static bool judge_connect(struct conn *c)
 	struct policy_decision d;
 	policy_decide_connect(c->gen, c->host, c->port, c->chain, c->n_chain, &d);
 	if (d.verdict == POLICY_DENY) {
-		if (c->id_failed && d.reason == POLICY_R_BINARY_NOT_ALLOWED) {
+		if (c->id_failed && (d.reason == POLICY_R_BINARY_NOT_ALLOWED ||
+				     d.reason == POLICY_R_BINARY_UNKNOWN)) {
 			/* Say why the caller is unknown (e.g. binary_hash_mismatch). */
 			d.reason = POLICY_R_BINARY_UNKNOWN;
 			snprintf(d.detail, sizeof d.detail, "caller identity unavailable: %s",
