@@ -39,14 +39,15 @@ px_cleanup() {
 	return 0
 }
 
-# px_wait_line FILE PATTERN: waits up to 10 s for a line matching PATTERN.
+# px_wait_line FILE PATTERN [SECONDS]: waits (default 10 s) for a line
+# matching PATTERN.
 px_wait_line() {
-	local i
-	for ((i = 0; i < 200; i++)); do
+	local i n=$((${3:-10} * 20))
+	for ((i = 0; i < n; i++)); do
 		grep -qE "$2" "$1" 2>/dev/null && return 0
 		sleep 0.05
 	done
-	echo "px: no '$2' in $1 after 10 s: $(cat "$1" 2>/dev/null)" >&2
+	echo "px: no '$2' in $1 after ${3:-10} s: $(cat "$1" 2>/dev/null)" >&2
 	return 1
 }
 

@@ -10,18 +10,22 @@
  *     "spec": {                      the caller's fields (API body / CLI flags)
  *       "image": "...",              optional; the driver's default otherwise
  *       "runtime_class_name": "..",  optional; must be in the operator's allowlist
+ *       "command": ["python3", "agent.py"],  optional; the agent's argv
  *       "env": {"K": "V"},           optional; may not touch proxy/OpenShell vars
  *       "labels": {"k": "v"},        optional; may not use openshell.ai/ keys
  *       "resources": {"cpu": "500m", "memory": "1Gi"}   optional
  *     },
- *     "policy": {"restricts_binaries": true}   summary the gateway computed
+ *     "policy": {                    optional; absent: nothing may leave
+ *       "restricts_binaries": true,  summary the gateway computed
+ *       "yaml": "version: 1\n..."    the validated policy the supervisor starts with
+ *     }
  *   }
  *
  * Record (validate_spec's output; the gateway stores it and passes it back to
  * every later call; drivers update only "phase", "message" and "conditions"):
  *   {
  *     "id", "name", "driver": "kubernetes",
- *     "spec": {validated caller fields},
+ *     "spec": {validated caller fields}, "policy": {as in the request},
  *     "placement": {                 resolved once, at creation; start reuses it
  *       "namespace", "topology", "workload_image", "supervisor_image",
  *       "workload_runtime_class": "kata" | null,

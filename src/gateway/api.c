@@ -28,15 +28,24 @@ void api_error(struct api_response *resp, int status, const char *code, const ch
 void api_fail(struct api_response *resp, const os_error *err)
 {
 	switch (err->code) {
-	case EINVAL: return api_error(resp, 400, "invalid_argument", "%s", err->msg);
-	case ENOENT: return api_error(resp, 404, "not_found", "%s", err->msg);
-	case EEXIST: return api_error(resp, 409, "already_exists", "%s", err->msg);
-	case ESTALE: return api_error(resp, 409, "conflict", "%s", err->msg);
-	case EBUSY: return api_error(resp, 409, "conflict", "%s", err->msg);
-	case EMSGSIZE: return api_error(resp, 413, "too_large", "%s", err->msg);
-	case EPROTO: return api_error(resp, 422, "unprocessable", "%s", err->msg);
-	case ENOTSUP: return api_error(resp, 422, "unsupported", "%s", err->msg);
-	default: return api_error(resp, 500, "internal", "%s", err->msg);
+	case EINVAL:
+		return api_error(resp, 400, "invalid_argument", "%s", err->msg);
+	case ENOENT:
+		return api_error(resp, 404, "not_found", "%s", err->msg);
+	case EEXIST:
+		return api_error(resp, 409, "already_exists", "%s", err->msg);
+	case ESTALE:
+		return api_error(resp, 409, "conflict", "%s", err->msg);
+	case EBUSY:
+		return api_error(resp, 409, "conflict", "%s", err->msg);
+	case EMSGSIZE:
+		return api_error(resp, 413, "too_large", "%s", err->msg);
+	case EPROTO:
+		return api_error(resp, 422, "unprocessable", "%s", err->msg);
+	case ENOTSUP:
+		return api_error(resp, 422, "unsupported", "%s", err->msg);
+	default:
+		return api_error(resp, 500, "internal", "%s", err->msg);
 	}
 }
 
@@ -124,8 +133,8 @@ void api_handle(struct gateway *gw, const struct api_request *req, struct api_re
 	snprintf(path, sizeof(path), "%s", req->path);
 	size_t n = split_path(path, parts);
 	if (n == 0 || strcmp(parts[0], "v1") != 0)
-		return api_error(resp, 404, "not_found", "no such API path %s (the API lives under /v1)",
-				 req->path);
+		return api_error(resp, 404, "not_found",
+				 "no such API path %s (the API lives under /v1)", req->path);
 	if (n == 2 && !strcmp(parts[1], "health") && !strcmp(req->method, "GET")) {
 		resp->status = 200;
 		resp->body = json_pack("{s:s}", "status", "ok");
@@ -137,8 +146,9 @@ void api_handle(struct gateway *gw, const struct api_request *req, struct api_re
 		return;
 	if (n >= 2 && !strcmp(parts[1], "supervisor")) {
 		if (who != 0)
-			return api_error(resp, 403, "forbidden",
-					 "supervisor routes take a sandbox token, not the admin token");
+			return api_error(
+				resp, 403, "forbidden",
+				"supervisor routes take a sandbox token, not the admin token");
 		if (!api_supervisor_route(gw, req, caller, parts + 1, n - 1, resp))
 			api_error(resp, 404, "not_found", "no such supervisor route %s", req->path);
 		return;

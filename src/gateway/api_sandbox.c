@@ -12,6 +12,10 @@
 #include "policy.h"
 
 #define NAME_MAX_LEN 63
+/* A sandbox created without a policy gets this one: no network at all. */
+#define DEFAULT_POLICY                                                                             \
+	"# default policy: no network access. Replace it with `openshell policy set`.\n"           \
+	"version: 1\n"
 
 json_t *api_sandbox_view(const json_t *row)
 {
@@ -22,9 +26,9 @@ json_t *api_sandbox_view(const json_t *row)
 			 "exit_code", json_object_get(row, "exit_code"), "resource_version",
 			 json_object_get(row, "resource_version"), "created_at",
 			 json_object_get(row, "created_at"), "providers",
-			 json_object_get(row, "providers"), "driver", json_object_get(rec, "driver"),
-			 "spec", json_object_get(rec, "spec"), "placement",
-			 json_object_get(rec, "placement"));
+			 json_object_get(row, "providers"), "driver",
+			 json_object_get(rec, "driver"), "spec", json_object_get(rec, "spec"),
+			 "placement", json_object_get(rec, "placement"));
 }
 
 /* DNS label: what both drivers can use as a name. */
@@ -53,8 +57,7 @@ static int check_providers(struct gateway *gw, const json_t *provs, os_error *er
 	json_t *p;
 	if (!json_is_array(provs))
 		return os_error_set(err, EINVAL, "providers: expected an array of names");
-	json_array_foreach(provs, i, p)
-	{
+	json_array_foreach (provs, i, p) {
 		_cleanup_json_ json_t *row = NULL;
 		if (!json_is_string(p))
 			return os_error_set(err, EINVAL, "providers[%zu]: expected a name", i);
@@ -108,8 +111,10 @@ static json_t *driver_request(const json_t *body, const char *id, const char *na
 
 static void create(struct gateway *gw, const struct api_request *req, struct api_response *resp)
 {
-	static const char *const keys[] = { "name", "command", "env", "labels",
-					    "runtime_class_name", "policy", "providers", NULL };
+	static const char *const keys[] = {
+		"name",	  "command",   "env", "labels", "runtime_class_name",
+		"policy", "providers", NULL
+	};
 	_cleanup_json_ json_t *body = api_body(req, keys, resp), *record = NULL, *row = NULL,
 			      *dreq = NULL;
 	os_error err = { 0 };
@@ -131,24 +136,27 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 	    (json_object_get(body, "providers") &&
 	     check_providers(gw, json_object_get(body, "providers"), &err) < 0))
 		return api_fail(resp, &err);
-	if (policy && api_check_policy(policy, &err) < 0)
+	if (!policy)
+		policy = DEFAULT_POLICY;
+	if (api_check_policy(policy, &err) < 0)
 		return api_fail(resp, &err);
 	dreq = driver_request(body, id, name);
 	if (gw->driver->ops->validate_spec(gw->driver, dreq, &record, &err) < 0)
 		return api_fail(resp, &err);
 	secret_sha256_hex(token, strlen(token), hash);
 	json_t *provs = json_object_get(body, "providers");
-	row = json_pack("{s:s, s:s, s:O, s:s, s:s, s:s, s:n, s:s, s:O}", "id", id, "name", name,
+	row = json_pack("{s:s, s:s, s:O, s:s, s:s, s:s, s:n, s:s, s:o}", "id", id, "name", name,
 			"record", record, "phase", "Provisioning", "desired", "running", "message",
 			"", "exit_code", "token_hash", hash, "providers",
-			provs ? provs : json_array());
+			provs ? json_incref(provs) : json_array());
 	if (!row || store_sandbox_insert(gw->store, row, &err) < 0)
 		return api_fail(resp, &err);
-	if (policy) {
+	{
 		char phash[SECRET_SHA256_HEX + 1];
 		int64_t rev = 0;
 		secret_sha256_hex(policy, strlen(policy), phash);
-		if (store_policy_add(gw->store, id, phash, policy, "pending", "", 0, &rev, &err) < 0)
+		if (store_policy_add(gw->store, id, phash, policy, "pending", "", 0, &rev, &err) <
+		    0)
 			return api_fail(resp, &err);
 	}
 	if (lifecycle_configure(gw, row, policy, token, &err) < 0 ||
@@ -162,8 +170,8 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 	resp->body = api_sandbox_view(row);
 }
 
-static void act(struct gateway *gw, const struct api_request *req, json_t *row,
-		const char *action, struct api_response *resp)
+static void act(struct gateway *gw, const struct api_request *req, json_t *row, const char *action,
+		struct api_response *resp)
 {
 	os_error err = { 0 };
 	if (req->body_len > 0) {
@@ -193,8 +201,8 @@ static void logs(struct gateway *gw, const struct api_request *req, json_t *row,
 		 struct api_response *resp)
 {
 	const json_t *rec = json_object_get(row, "record");
-	const char *dir = json_string_value(json_object_get(json_object_get(rec, "placement"),
-							    "state_dir"));
+	const char *dir =
+		json_string_value(json_object_get(json_object_get(rec, "placement"), "state_dir"));
 	const char *id = json_string_value(json_object_get(row, "id"));
 	if (!dir)
 		return api_error(resp, 422, "unsupported",
@@ -226,11 +234,13 @@ bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char *
 			json_t *out = json_array();
 			size_t i;
 			json_t *r;
-			json_array_foreach(rows, i, r) json_array_append_new(out, api_sandbox_view(r));
+			json_array_foreach (rows, i, r)
+				json_array_append_new(out, api_sandbox_view(r));
 			resp->status = 200;
 			resp->body = json_pack("{s:o}", "sandboxes", out);
 		} else
-			api_error(resp, 405, "method_not_allowed", "use GET or POST on /v1/sandboxes");
+			api_error(resp, 405, "method_not_allowed",
+				  "use GET or POST on /v1/sandboxes");
 		return true;
 	}
 	if (n == 3 && (!strcmp(parts[2], "policy") || !strcmp(parts[2], "policies")))
@@ -243,7 +253,8 @@ bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char *
 		resp->body = api_sandbox_view(row);
 	} else if (n == 2 && !strcmp(m, "DELETE"))
 		act(gw, req, row, "delete", resp);
-	else if (n == 3 && !strcmp(m, "POST") && (!strcmp(parts[2], "stop") || !strcmp(parts[2], "start")))
+	else if (n == 3 && !strcmp(m, "POST") &&
+		 (!strcmp(parts[2], "stop") || !strcmp(parts[2], "start")))
 		act(gw, req, row, parts[2], resp);
 	else if (n == 3 && !strcmp(m, "GET") && !strcmp(parts[2], "logs"))
 		logs(gw, req, row, resp);

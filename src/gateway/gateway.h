@@ -87,8 +87,8 @@ void lifecycle_tick(struct gateway *gw);
 /* True while the sandbox's supervisor runs (log followers stop after it). */
 bool lifecycle_running(struct gateway *gw, const char *id);
 /* Material (policy, credentials, inference, token) handed to the driver. */
-int lifecycle_configure(struct gateway *gw, json_t *row, const char *policy_yaml,
-			const char *token, os_error *err);
+int lifecycle_configure(struct gateway *gw, json_t *row, const char *policy_yaml, const char *token,
+			os_error *err);
 /* Applies an action (create/start/stop/delete) now; persists intent first. */
 int lifecycle_act(struct gateway *gw, json_t *row, const char *action, os_error *err);
 

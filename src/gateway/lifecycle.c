@@ -70,7 +70,8 @@ int lifecycle_act(struct gateway *gw, json_t *row, const char *action, os_error 
 	if (!strcmp(action, "create"))
 		return act_create(gw, row, rec, err);
 	if (!strcmp(str(row, "desired"), "deleted"))
-		return os_error_set(err, EBUSY, "sandbox \"%s\" is being deleted", str(row, "name"));
+		return os_error_set(err, EBUSY, "sandbox \"%s\" is being deleted",
+				    str(row, "name"));
 	if (!strcmp(action, "start")) {
 		if (strcmp(phase, "Stopped") != 0 && strcmp(phase, "Error") != 0)
 			return os_error_set(err, EBUSY,
@@ -122,8 +123,7 @@ static void settle_policies(struct gateway *gw, const json_t *row, const json_t 
 	bool supported = json_is_true(json_object_get(st, "policy_supported"));
 	size_t i;
 	json_t *r;
-	json_array_foreach(revs, i, r)
-	{
+	json_array_foreach (revs, i, r) {
 		json_int_t rev = json_integer_value(json_object_get(r, "revision"));
 		if (strcmp(str(r, "status"), "pending") != 0)
 			continue;
@@ -132,8 +132,8 @@ static void settle_policies(struct gateway *gw, const json_t *row, const json_t 
 						"this host's openshell-supervisor cannot load "
 						"policies (no --policy support)",
 						NULL);
-		} else if (i > 0 && (became_ready ||
-				     events > json_integer_value(json_object_get(r, "audit_mark")))) {
+		} else if (i > 0 && (became_ready || events > json_integer_value(json_object_get(
+								      r, "audit_mark")))) {
 			store_policy_set_status(gw->store, id, rev, "superseded",
 						"a newer revision replaced it", NULL);
 		} else if (became_ready) {
@@ -142,10 +142,10 @@ static void settle_policies(struct gateway *gw, const json_t *row, const json_t 
 			bool ok = !strcmp(str(last, "reason"), "policy_loaded");
 			const char *msg = str(last, "message");
 			if (!*msg)
-				msg = str(last, "error");
-			store_policy_set_status(gw->store, id, rev, ok ? "loaded" : "failed",
-						ok ? "" : (*msg ? msg : "the supervisor rejected it"),
-						NULL);
+				msg = str(last, "detail");
+			store_policy_set_status(
+				gw->store, id, rev, ok ? "loaded" : "failed",
+				ok ? "" : (*msg ? msg : "the supervisor rejected it"), NULL);
 		}
 	}
 }
@@ -153,8 +153,8 @@ static void settle_policies(struct gateway *gw, const json_t *row, const json_t 
 static void exit_from(json_t *row, const json_t *st)
 {
 	const json_t *ec = json_object_get(st, "exit_code");
-	json_object_set_new(row, "exit_code", json_is_integer(ec) ? json_incref((json_t *)ec)
-								  : json_null());
+	json_object_set_new(row, "exit_code",
+			    json_is_integer(ec) ? json_incref((json_t *)ec) : json_null());
 }
 
 /* desired = running: follow the driver; re-issue a create the crash interrupted. */
@@ -191,7 +191,7 @@ static void drive(struct gateway *gw, json_t *row)
 	os_error err = { 0 };
 	_cleanup_json_ json_t *st = NULL;
 	if (!strcmp(desired, "deleted")) {
-		if (gw->driver->ops->delete(gw->driver, rec, &err) == 0 &&
+		if (gw->driver->ops->delete (gw->driver, rec, &err) == 0 &&
 		    store_sandbox_delete(gw->store, str(row, "id"), &err) == 0)
 			log_info("sandbox %s deleted", str(row, "name"));
 		else if (err.code != EAGAIN)
@@ -223,7 +223,8 @@ void lifecycle_tick(struct gateway *gw)
 		return;
 	size_t i;
 	json_t *row;
-	json_array_foreach(rows, i, row) drive(gw, row);
+	json_array_foreach (rows, i, row)
+		drive(gw, row);
 }
 
 static void on_tick(struct loop *l, struct loop_timer *t, void *data)
@@ -245,11 +246,11 @@ int lifecycle_start(struct gateway *gw, os_error *err)
 	int rc = gw->driver->ops->reconcile(gw->driver, recs, n, &report, err);
 	free(recs);
 	if (rc < 0)
-		return os_error_prefix(err, "reconciling with the %s driver", gw->driver->ops->name);
+		return os_error_prefix(err, "reconciling with the %s driver",
+				       gw->driver->ops->name);
 	size_t i;
 	json_t *r;
-	json_array_foreach(report, i, r)
-	{
+	json_array_foreach (report, i, r) {
 		_cleanup_free_ char *line = json_to_string(r);
 		log_info("reconcile: %s", line ? line : "?");
 	}

@@ -34,8 +34,7 @@ static int credentials_json(struct gateway *gw, const json_t *row, char **out, o
 	_cleanup_json_ json_t *all = json_object();
 	size_t i;
 	json_t *n;
-	json_array_foreach(names, i, n)
-	{
+	json_array_foreach (names, i, n) {
 		_cleanup_json_ json_t *p = NULL;
 		_cleanup_wipe_ char *plain = NULL;
 		if (store_provider_get(gw->store, json_string_value(n), &p, err) < 0)
@@ -80,8 +79,8 @@ static int inference_json(struct gateway *gw, char **out, os_error *err)
 	return *out ? 0 : os_error_set(err, ENOMEM, "inference");
 }
 
-int lifecycle_configure(struct gateway *gw, json_t *row, const char *policy_yaml,
-			const char *token, os_error *err)
+int lifecycle_configure(struct gateway *gw, json_t *row, const char *policy_yaml, const char *token,
+			os_error *err)
 {
 	if (!gw->driver->ops->configure)
 		return 0;

@@ -29,9 +29,10 @@ static int read_private_file(const char *path, size_t cap, char **out, size_t *l
 	if (fstat(fd, &st) < 0)
 		return os_error_errno(err, "stat %s", path);
 	if ((st.st_mode & 077) != 0 || !S_ISREG(st.st_mode))
-		return os_error_set(err, EPERM,
-				    "%s: must be a regular file of mode 0600 (is %03o); fix with chmod 600",
-				    path, st.st_mode & 0777);
+		return os_error_set(
+			err, EPERM,
+			"%s: must be a regular file of mode 0600 (is %03o); fix with chmod 600",
+			path, st.st_mode & 0777);
 	return fd_read_all(fd, cap, out, len, err);
 }
 

@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "cleanup.h"
 #include "gateway.h"
+#include "json.h"
 #include "http.h"
 #include "log.h"
 #include "loop.h"
@@ -29,6 +30,8 @@
 #define IDLE_MS 30000
 #define STREAM_TICK_MS 200
 #define STREAM_READ 65536
+#define DRAIN_MS 5000
+#define DRAIN_MAX (64u << 20)
 
 struct server {
 	struct gateway *gw;
@@ -44,7 +47,8 @@ struct conn {
 	struct loop_timer *timer;
 	struct http_parser parser;
 	struct buf in, out;
-	bool responded, closing;
+	bool responded, closing, draining;
+	size_t drained;
 	struct api_response resp;
 };
 
@@ -65,21 +69,36 @@ static void conn_close(struct conn *c)
 static const char *reason(int status)
 {
 	switch (status) {
-	case 200: return "OK";
-	case 201: return "Created";
-	case 202: return "Accepted";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	case 411: return "Length Required";
-	case 413: return "Content Too Large";
-	case 422: return "Unprocessable Content";
-	case 431: return "Request Header Fields Too Large";
-	case 503: return "Service Unavailable";
-	default: return status < 500 ? "Client Error" : "Server Error";
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 202:
+		return "Accepted";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 409:
+		return "Conflict";
+	case 411:
+		return "Length Required";
+	case 413:
+		return "Content Too Large";
+	case 422:
+		return "Unprocessable Content";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return status < 500 ? "Client Error" : "Server Error";
 	}
 }
 
@@ -101,8 +120,12 @@ static void flush(struct conn *c)
 		buf_consume(&c->out, (size_t)n);
 	}
 	if (c->closing) {
+		/* Drain what the client still sends (an early 413), so closing
+		 * with unread bytes does not reset the answer away. */
 		shutdown(c->fd, SHUT_WR);
-		conn_close(c);
+		c->draining = true;
+		loop_io_modify(c->io, LOOP_IN, NULL);
+		loop_timer_set(c->timer, DRAIN_MS, 0, NULL);
 		return;
 	}
 	loop_io_modify(c->io, c->resp.stream ? 0 : LOOP_IN, NULL);
@@ -216,6 +239,9 @@ static void on_request_bytes(struct conn *c)
 	struct http_request req;
 	size_t head = 0;
 	os_error err = { 0 };
+	/* Re-parse from the start each time: the head's slices point into c->in,
+	 * which may move as the body arrives. */
+	http_parser_reset(&c->parser);
 	int r = http_parse_request(&c->parser, c->in.data, c->in.len, &req, &head, &err);
 	if (r == HTTP_PARSE_NEED_MORE)
 		return;
@@ -242,12 +268,19 @@ static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *
 	struct conn *c = data;
 	if (ev & LOOP_OUT)
 		return flush(c);
+	char tmp[16384];
+	if (c->draining) {
+		ssize_t d = recv(fd, tmp, sizeof(tmp), 0);
+		if (d == 0 || (d < 0 && errno != EAGAIN && errno != EINTR) ||
+		    (c->drained += d > 0 ? (size_t)d : 0) > DRAIN_MAX)
+			conn_close(c);
+		return;
+	}
 	if (c->responded) {
 		if (ev & (LOOP_HUP | LOOP_ERR))
 			conn_close(c);
 		return;
 	}
-	char tmp[16384];
 	ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -261,7 +294,7 @@ static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *
 static void on_idle(struct loop *l, struct loop_timer *t, void *data)
 {
 	struct conn *c = data;
-	if (c->resp.stream)
+	if (c->resp.stream && !c->draining)
 		return stream_tick(l, t, data);
 	conn_close(c);
 }
@@ -302,7 +335,8 @@ static int listen_tcp(const char *spec, int *out, os_error *err)
 	memcpy(host, a.host.p, a.host.len);
 	host[a.host.len] = '\0';
 	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
-		return os_error_set(err, EINVAL, "listen address \"%s\": not an IPv4 address", spec);
+		return os_error_set(err, EINVAL, "listen address \"%s\": not an IPv4 address",
+				    spec);
 	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int one = 1;
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||

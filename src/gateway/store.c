@@ -128,8 +128,9 @@ int store_open(const char *path, struct store **out, os_error *err)
 		return -1;
 	}
 	sqlite3_busy_timeout(s->db, 5000);
-	if (store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-			  " PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON",
+	if (store_exec(s,
+		       "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+		       " PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON",
 		       err) < 0 ||
 	    migrate(s, err) < 0) {
 		os_error_prefix(err, "%s", path);
@@ -225,8 +226,7 @@ static int delete_by(struct store *s, const char *sql, const char *key, const ch
 
 int store_provider_delete(struct store *s, const char *name, os_error *err)
 {
-	return delete_by(s, "DELETE FROM providers WHERE name = ?", name, "deleting provider",
-			 err);
+	return delete_by(s, "DELETE FROM providers WHERE name = ?", name, "deleting provider", err);
 }
 
 int store_setting_put(struct store *s, const char *key, const char *value, os_error *err)

@@ -11,7 +11,7 @@
 #include "json.h"
 
 #define SANDBOX_COLS                                                                               \
-	"id, name, record, phase, desired, message, exit_code, version, token_hash, providers, " \
+	"id, name, record, phase, desired, message, exit_code, version, token_hash, providers, "   \
 	"created_at"
 
 static json_t *sandbox_row(sqlite3_stmt *st)
@@ -21,9 +21,9 @@ static json_t *sandbox_row(sqlite3_stmt *st)
 				    : json_integer(sqlite3_column_int64(st, 6));
 	return json_pack("{s:s, s:s, s:o*, s:s, s:s, s:s, s:o, s:I, s:s, s:o*, s:I}", "id",
 			 store_col_text(st, 0), "name", store_col_text(st, 1), "record",
-			 json_loads(store_col_text(st, 2), 0, NULL), "phase",
-			 store_col_text(st, 3), "desired", store_col_text(st, 4), "message",
-			 store_col_text(st, 5), "exit_code", exit_code, "resource_version",
+			 json_loads(store_col_text(st, 2), 0, NULL), "phase", store_col_text(st, 3),
+			 "desired", store_col_text(st, 4), "message", store_col_text(st, 5),
+			 "exit_code", exit_code, "resource_version",
 			 (json_int_t)sqlite3_column_int64(st, 7), "token_hash",
 			 store_col_text(st, 8), "providers",
 			 json_loads(store_col_text(st, 9), 0, NULL), "created_at",
@@ -38,8 +38,7 @@ static const char *str_of(const json_t *row, const char *key)
 
 /* Binds the mutable columns at 1..7: record, phase, desired, message,
  * exit_code, providers, then the caller binds the rest. */
-static int bind_mutable(sqlite3_stmt *st, const json_t *row, char **rec, char **prov,
-			os_error *err)
+static int bind_mutable(sqlite3_stmt *st, const json_t *row, char **rec, char **prov, os_error *err)
 {
 	*rec = json_to_string(json_object_get(row, "record"));
 	*prov = json_to_string(json_object_get(row, "providers"));
@@ -111,8 +110,7 @@ int store_sandbox_update(struct store *s, json_t *row, os_error *err)
 	return 0;
 }
 
-static int get_one(struct store *s, const char *sql, const char *key, json_t **row,
-		   os_error *err)
+static int get_one(struct store *s, const char *sql, const char *key, json_t **row, os_error *err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (store_prepare(s, sql, &st, err) < 0)
@@ -137,8 +135,8 @@ int store_sandbox_get(struct store *s, const char *key, json_t **row, os_error *
 
 int store_sandbox_by_token(struct store *s, const char *hash, json_t **row, os_error *err)
 {
-	return get_one(s, "SELECT " SANDBOX_COLS " FROM sandboxes WHERE token_hash = ?",
-		       hash, row, err);
+	return get_one(s, "SELECT " SANDBOX_COLS " FROM sandboxes WHERE token_hash = ?", hash, row,
+		       err);
 }
 
 int store_sandbox_list(struct store *s, json_t **rows, os_error *err)

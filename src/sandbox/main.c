@@ -19,6 +19,7 @@
 #include "nsetup.h"
 #include "parse.h"
 #include "privs.h"
+#include "remote.h"
 #include "spec.h"
 #include "status.h"
 #include "supervise.h"
@@ -203,8 +204,9 @@ static int fail(const char *step, const os_error *err)
 	return SBX_EXIT_LAUNCH_FAILED;
 }
 
-/* Steps run by the launcher itself, then the fork; returns our exit status. */
-static int launch(const struct launch_spec *s)
+/* Steps run by the launcher itself, then the fork; returns our exit status.
+ * Also the remote mode's runner (remote.c). */
+int sandbox_launch(const struct launch_spec *s)
 {
 	os_error err = { 0 };
 	sigset_t old_mask;
@@ -233,19 +235,27 @@ static int launch(const struct launch_spec *s)
 	return supervise_child(child);
 }
 
+/* Both modes: nothing in this process may be read through ptrace or a core
+ * dump, and fds 0-2 are open. */
+int sandbox_prelude(os_error *err)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return os_error_errno(err, "PR_SET_DUMPABLE");
+	return ensure_std_fds(err);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
 	struct launch_spec spec;
 	os_error err = { 0 };
+	if (remote_requested(argc, argv)) /* split backend: the spec comes from the supervisor */
+		return remote_main(argc, argv);
 	parse_args(argc, argv, &o);
 	if (o.status_fd >= 0 && fd_set_cloexec(o.status_fd, true, &err) < 0)
 		usage(err.msg);
 	status_init(o.status_fd);
-	/* Nothing in this process may be read through ptrace or a core dump. */
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || ensure_std_fds(&err) < 0) {
-		if (!err.code)
-			os_error_errno(&err, "PR_SET_DUMPABLE");
+	if (sandbox_prelude(&err) < 0) {
 		status_fail("spec", &err);
 		return SBX_EXIT_LAUNCH_FAILED;
 	}
@@ -253,7 +263,7 @@ int main(int argc, char **argv)
 		status_fail("spec", &err);
 		return SBX_EXIT_LAUNCH_FAILED;
 	}
-	int code = launch(&spec);
+	int code = sandbox_launch(&spec);
 	spec_free(&spec);
 	return code;
 }

@@ -9,9 +9,11 @@
 #include <string.h>
 
 extern const struct backend_ops backend_inpod_ops;
+extern const struct backend_ops backend_split_ops;
 
 static const struct backend_ops *const registry[] = {
 	&backend_inpod_ops,
+	&backend_split_ops,
 };
 
 enum backend_state { ST_BOUND, ST_READY, ST_RUNNING, ST_FAILED };
@@ -139,6 +141,19 @@ int backend_agent_fd(const backend_running *running)
 	if (!running->inst || running->inst->st != ST_RUNNING)
 		return -1;
 	return running->inst->ops->agent_fd(running->inst->state);
+}
+
+bool backend_agent_local(const backend_running *running)
+{
+	return running->inst && !running->inst->ops->agent_remote;
+}
+
+pid_t backend_agent_entry_pid(const backend_running *running)
+{
+	const struct backend_instance *in = running->inst;
+	if (!in || in->st != ST_RUNNING || !in->ops->agent_pid)
+		return 0;
+	return in->ops->agent_pid(in->state);
 }
 
 int backend_reap_agent(backend_running *running, int *wait_status, os_error *err)

@@ -8,6 +8,7 @@
 #define OS_SUPERVISOR_BACKEND_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -22,6 +23,13 @@ struct backend_descriptor {
 	const char *sandbox_id; /* [A-Za-z0-9._-], 1..63 bytes */
 	uint16_t proxy_port; /* TCP port the proxy listens on at the backend's endpoint */
 	const char *launcher; /* path of openshell-sandbox */
+	/* split backend only (docs/split-backend.md); zero/NULL elsewhere. */
+	const char *split_mode; /* "local" (default: namespace + veth + fence) or "pod" */
+	uint16_t control_port; /* where the authenticated launcher dials in */
+	const char *key_file; /* the sandbox's pre-shared key (64 hex digits) */
+	const char *listen_addr; /* pod: IPv4 the proxy and control port bind to */
+	const char *advertise_addr; /* pod: IPv4 the workload reaches this supervisor at */
+	unsigned confirm_timeout_ms; /* 0 = the backend's default */
 };
 
 /* What the supervisor lends a backend: where audit records go. The record
@@ -61,6 +69,12 @@ struct backend_ops {
 	int (*dispatch)(void *state, os_error *err);
 	/* Releases everything, kills the agent if still running; frees state. */
 	void (*teardown)(void *state);
+	/* True when the agent runs outside this supervisor's process tree (split):
+	 * agent_fd is then no pidfd and caller identity cannot be bound. */
+	bool agent_remote;
+	/* Optional, with agent_remote: the local process that is the root of
+	 * caller identity (found from the kernel, not the workload), 0 = none. */
+	pid_t (*agent_pid)(void *state);
 };
 
 /* Registry lookup by name; NULL when unknown. */
@@ -83,6 +97,10 @@ int backend_confirm(backend_bound *bound, backend_ready *ready, os_error *err);
 int backend_start_agent(backend_ready *ready, const json_t *launch_spec, backend_running *running,
 			os_error *err);
 int backend_agent_fd(const backend_running *running);
+/* False when the backend's agent is not a local process (see agent_remote). */
+bool backend_agent_local(const backend_running *running);
+/* With a remote agent: the identity root (see agent_pid); 0 when none. */
+pid_t backend_agent_entry_pid(const backend_running *running);
 int backend_reap_agent(backend_running *running, int *wait_status, os_error *err);
 
 /* Monitor of the instance (any state but torn down); -1 when it has none. */

@@ -23,6 +23,7 @@
 #include "egress.h"
 #include "log.h"
 #include "loop.h"
+#include "selfguard.h"
 
 struct options {
 	struct backend_descriptor desc;
@@ -37,9 +38,11 @@ struct options {
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: openshell-supervisor --backend inpod --sandbox-id ID --proxy-port N\n"
+		"usage: openshell-supervisor --backend inpod|split --sandbox-id ID --proxy-port N\n"
 		"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
-		" -- CMD [ARG...]\n");
+		" -- CMD [ARG...]\n"
+		"       split: --split-key FILE --split-control-port N [--split-mode local|pod]\n"
+		"         [--split-listen IP] [--split-advertise IP] [--split-confirm-timeout MS]\n");
 }
 
 /* openshell-sandbox next to us (installed) or in the build tree's sibling folder. */
@@ -63,6 +66,32 @@ static void default_launcher(struct options *o)
 			return;
 		}
 	}
+}
+
+/* The split backend's flags (--split-NAME VALUE), see docs/split-backend.md. */
+static int split_arg(const char *name, const char *v, struct backend_descriptor *d,
+		     os_error *err)
+{
+	uint64_t n = 0;
+	if (strcmp(name, "mode") == 0)
+		d->split_mode = v;
+	else if (strcmp(name, "key") == 0)
+		d->key_file = v;
+	else if (strcmp(name, "listen") == 0)
+		d->listen_addr = v;
+	else if (strcmp(name, "advertise") == 0)
+		d->advertise_addr = v;
+	else if (strcmp(name, "control-port") == 0) {
+		if (parse_u64_str(v, 1, 65535, &n, err) < 0)
+			return os_error_prefix(err, "--split-control-port");
+		d->control_port = (uint16_t)n;
+	} else if (strcmp(name, "confirm-timeout") == 0) {
+		if (parse_u64_str(v, 1, 3600000, &n, err) < 0)
+			return os_error_prefix(err, "--split-confirm-timeout");
+		d->confirm_timeout_ms = (unsigned)n;
+	} else
+		return os_error_set(err, EINVAL, "unknown option --split-%s", name);
+	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct options *o, os_error *err)
@@ -110,7 +139,10 @@ static int parse_args(int argc, char **argv, struct options *o, os_error *err)
 			o->egress.workdir = v;
 		else if (strcmp(a, "--group") == 0)
 			o->group = v;
-		else
+		else if (strncmp(a, "--split-", 8) == 0) {
+			if (split_arg(a + 8, v, &o->desc, err) < 0)
+				return -1;
+		} else
 			return os_error_set(err, EINVAL, "unknown option %s", a);
 	}
 	if (!o->desc.backend || !o->desc.sandbox_id || !o->desc.proxy_port ||
@@ -315,12 +347,20 @@ static int run(const struct options *o, int audit_fd)
 	if (backend_start_agent(&ready, spec, &running, &err) < 0)
 		goto fail;
 	s.running = &running;
-	pid_t entry = pidfd_pid(backend_agent_fd(&running));
-	if (entry <= 0 || egress_bind_agent(s.egress, entry, &err) < 0 ||
+	/* Caller identity is rooted at a local process: the launcher we forked,
+	 * or the one a remote backend found. A backend with none (split in pod
+	 * mode) binds no identity, and the proxy then denies by binary. */
+	bool local = backend_agent_local(&running);
+	pid_t entry = local ? pidfd_pid(backend_agent_fd(&running))
+			    : backend_agent_entry_pid(&running);
+	if (((local || entry > 0) && (entry <= 0 || egress_bind_agent(s.egress, entry, &err) < 0)) ||
 	    watch_session(&s, &err) < 0) {
 		os_error_prefix(&err, "watching the agent");
 		goto fail;
 	}
+	/* Setup is over: from here on the supervisor only parses hostile input. */
+	if (selfguard_apply(&err) < 0)
+		goto fail;
 	fprintf(stderr, "openshell-supervisor: sandbox %s running (backend %s, proxy %s)\n",
 		o->desc.sandbox_id, o->desc.backend, url);
 	if (loop_run(s.loop, &err) < 0)

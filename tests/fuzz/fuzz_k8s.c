@@ -12,6 +12,8 @@
 #include "k8s_client.h"
 #include "k8s_render.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 static struct config *cfg;
 static struct k8s_settings settings;
 

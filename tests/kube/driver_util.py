@@ -7,7 +7,7 @@ import pytest
 
 from kubelib import ApiError
 
-BUILD = os.environ.get("OPENSHELL_BUILD", "/work/main/build")
+BUILD = os.environ.get("OPENSHELL_BUILD", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build"))
 BINARY = os.path.join(BUILD, "src", "drivers", "openshell-k8s-driver")
 LABEL_ID = "openshell.ai/sandbox-id"
 SUP_IMAGE = "registry.invalid/openshell-supervisor:1"  # never pulled: no kubelet

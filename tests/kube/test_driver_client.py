@@ -172,3 +172,31 @@ def test_config_precedence_cli_over_env_over_file(kube, drv, tmp_path):
     assert r.rc == 0 and r.json["namespace_exists"] is True, r
     r = drv.run("--set", "drivers.kubernetes.no_such_key=1", "check-config")
     assert r.rc == 1 and "no_such_key" in r.stderr, r
+    drv.configure(no_such_key="x")  # unknown keys in the file are refused, never ignored
+    r = drv.run("check-config")
+    assert r.rc == 1 and "no_such_key" in r.stderr and "configuration" in r.stderr, r
+
+
+def test_watch_streams_events_and_reports_expiry(kube, drv):
+    """k8s_watch on a collection that etcd serves (Events are not watch-cached):
+    events stream with their resourceVersion; a compacted one is 410 -> GONE."""
+    import urllib.request
+    c = kube.client
+    path = f"/api/v1/namespaces/{drv.ns}/events"
+    ev = c.post(path, {"metadata": {"name": "e"}, "type": "Normal", "reason": "T", "message": "1",
+                       "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": drv.ns,
+                                          "name": "x"}})
+    rv = int(ev["metadata"]["resourceVersion"])
+    req = urllib.request.Request(f"{kube.etcd_url}/v3/kv/compaction", method="POST",
+                                 data=json.dumps({"revision": str(rv), "physical": True}).encode())
+    urllib.request.urlopen(req, timeout=10).read()
+    c.patch(f"{path}/e", {"message": "2"})
+
+    ok = drv.run("watch-raw", path, "--for", "2", "--resource-version", str(rv))
+    assert ok.rc == 0, ok
+    lines = ok.stdout.splitlines()
+    assert lines[0] == "MODIFIED e" and lines[-1].startswith("END "), ok
+    assert int(lines[-1].split()[1]) > rv  # the resourceVersion moved on with the event
+
+    gone = drv.run("watch-raw", path, "--for", "2", "--resource-version", str(rv - 2))
+    assert gone.rc == 0 and gone.stdout.strip() == "GONE", gone

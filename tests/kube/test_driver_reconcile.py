@@ -66,3 +66,22 @@ def test_create_over_foreign_objects_leaves_them(kube, drv):
     r = drv.create("a1")  # same id: the anchor exists and belongs to someone else
     assert r.rc == 1 and "HTTP 409 AlreadyExists" in r.stderr, r
     assert set(drv.pods("a1")) == {"workload", "supervisor"}, "no rollback of foreign objects"
+
+
+def test_watch_loop_reacts_to_pod_changes(kube, drv):
+    """The gateway's loop: a real watch on the sandbox Pods drives reconcile."""
+    import subprocess
+    assert drv.create("w1").rc == 0
+    p = subprocess.Popen(drv.argv("watch", "--for", "40"), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=drv.env)
+    try:
+        assert drv.pod("os-w1-workload")["spec"]["schedulingGates"]
+        mark_ready(kube, drv.ns, "os-w1-supervisor")  # an event, not a timer, wakes it
+        poll(lambda: not drv.pod("os-w1-workload")["spec"].get("schedulingGates"), 20,
+             "watch loop ungated the workload after the supervisor became Ready")
+        kube.client.delete(drv.path("Pod", "os-w1-supervisor"))
+        poll(lambda: drv.pods("w1") == {}, 20, "watch loop stopped the unsupervised workload")
+    finally:
+        p.terminate()
+        out, err = p.communicate(timeout=30)
+    assert '"action":"ungated"' in out and '"action":"stopped"' in out, (out, err)

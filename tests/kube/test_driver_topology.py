@@ -191,3 +191,23 @@ network_policies:
     r = drv.create("b2", "--policy", str(pol))
     assert r.rc == 0, r
     assert r.json["placement"]["endpoint_only_identity"] is True
+
+
+def test_get_shows_pods_events_and_conditions(kube, drv):
+    from driver_util import warn_event
+    assert drv.create("ev1").rc == 0
+    warn_event(kube, drv.ns, "os-ev1-supervisor", "FailedCreatePodSandBox", "handler kata failed")
+    got = drv.run("get", "ev1")
+    assert got.rc == 0, got
+    cond = {c["type"]: c for c in got.json["conditions"]}
+    assert cond["SupervisorReady"]["status"] == "False"
+    assert cond["SupervisorReady"]["message"] == "handler kata failed"
+    assert cond["WorkloadReady"]["reason"] == "Gated"
+    sup = next(p for p in got.json["pods"] if p["component"] == "supervisor")
+    assert sup["events"][0]["reason"] == "FailedCreatePodSandBox" and sup["phase"] == "Pending"
+    # Control: once the supervisor is Ready and the workload ungated, both say so.
+    mark_ready(kube, drv.ns, "os-ev1-supervisor")
+    assert drv.run("reconcile").rc == 0
+    mark_ready(kube, drv.ns, "os-ev1-workload")
+    cond = {c["type"]: c for c in drv.run("get", "ev1").json["conditions"]}
+    assert cond["SupervisorReady"]["status"] == "True" and cond["WorkloadReady"]["status"] == "True"

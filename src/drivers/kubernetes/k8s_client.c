@@ -1,7 +1,7 @@
 /* k8s_client.c - one REST call to the Kubernetes API over libcurl: TLS with
  * the cluster CA, client certificate or bearer token, a timeout on every call,
  * bounded answers, retries with backoff on 429/5xx, readable API errors.
- * It never retries a request that may have been applied (only on 429/5xx). */
+ * It never retries a write that may have been applied (a POST only on 429). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -39,6 +39,15 @@ struct k8s_client *k8s_client_new(struct k8s_creds *creds, const struct k8s_clie
 		os_error_set(err, EINVAL, "kubernetes client: no server address");
 		return NULL;
 	}
+	/* One connection for a whole lifecycle instead of a TLS handshake per call.
+	 * The client is used by one thread at a time, so no share locks. */
+	c->share = curl_share_init();
+	if (!c->share || curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) ||
+	    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION)) {
+		k8s_client_free(c);
+		os_error_set(err, ENOMEM, "kubernetes client: cannot set up the connection cache");
+		return NULL;
+	}
 	return c;
 }
 
@@ -46,6 +55,8 @@ void k8s_client_free(struct k8s_client *c)
 {
 	if (!c)
 		return;
+	if (c->share)
+		curl_share_cleanup(c->share);
 	k8s_creds_free(&c->creds);
 	free(c);
 }
@@ -87,6 +98,10 @@ CURL *k8s_easy(struct k8s_client *c, const char *method, const char *path, long 
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_PROXY, ""); /* never through an ambient proxy */
+	curl_easy_setopt(h, CURLOPT_SHARE, c->share);
+	/* HTTP/1.1: one request per connection at a time, and an error answer
+	 * sent before the body is read still arrives whole. */
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	if (c->creds.ca.data)
 		set_blob(h, CURLOPT_CAINFO_BLOB, &c->creds.ca);
 	if (c->creds.cert.data) {
@@ -168,15 +183,27 @@ static int attempt(struct k8s_client *c, const char *method, const char *path, c
 	if (*cc == CURLE_WRITE_ERROR)
 		return os_error_set(err, EMSGSIZE, "%s %s: answer larger than %u bytes", method,
 				    path, K8S_RESPONSE_MAX);
+	/* A server may refuse (401, 403) and close before reading our body: its
+	 * answer is still the most useful thing to report. */
+	if (*cc != CURLE_OK && a->http >= 400 && a->body.len) {
+		*cc = CURLE_OK;
+		return 0;
+	}
 	if (*cc != CURLE_OK)
 		return os_error_set(err, EIO, "%s %s: %s (server %s)", method, path,
 				    curl_easy_strerror(*cc), c->creds.server);
 	return 0;
 }
 
-static bool retryable(long http)
+/* 429 means "not processed, come back"; a 5xx to a POST may have been applied
+ * (a 504 after the write), so only idempotent methods retry those. */
+static bool retryable(const char *method, long http)
 {
-	return http == 429 || http == 500 || http == 502 || http == 503 || http == 504;
+	if (http == 429)
+		return true;
+	if (strcmp(method, "POST") == 0)
+		return false;
+	return http == 500 || http == 502 || http == 503 || http == 504;
 }
 
 static void sleep_ms(long ms)
@@ -209,6 +236,24 @@ static int status_errno(long http)
 	}
 }
 
+static long mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* Projected tokens rotate well within an hour: re-read the file each minute. */
+static int refresh_token(struct k8s_client *c, os_error *err)
+{
+	if (!c->creds.token.path || mono_s() - c->token_read_s < 60)
+		return 0;
+	if (c->token_read_s && k8s_creds_refresh_token(&c->creds, err) < 0)
+		return -1;
+	c->token_read_s = mono_s();
+	return 0;
+}
+
 int k8s_call(struct k8s_client *c, const char *method, const char *path, const json_t *body,
 	     const char *content_type, json_t **out, struct k8s_status *st, os_error *err)
 {
@@ -221,6 +266,8 @@ int k8s_call(struct k8s_client *c, const char *method, const char *path, const j
 	if (!st)
 		st = &local;
 	memset(st, 0, sizeof *st);
+	if (refresh_token(c, err) < 0)
+		return -1;
 	if (body && !text)
 		return os_error_set(err, ENOMEM, "%s %s: cannot serialise the body", method, path);
 	for (int i = 0;; i++) {
@@ -228,9 +275,9 @@ int k8s_call(struct k8s_client *c, const char *method, const char *path, const j
 		a.http = 0;
 		a.retry_after_s = -1;
 		r = attempt(c, method, path, text, content_type ? content_type : "application/json",
-				&a, &cc, err);
+			    &a, &cc, err);
 		bool connect_failed = r < 0 && cc == CURLE_COULDNT_CONNECT;
-		if (i >= K8S_RETRIES || !(connect_failed || (r == 0 && retryable(a.http))))
+		if (i >= K8S_RETRIES || !(connect_failed || (r == 0 && retryable(method, a.http))))
 			break;
 		buf_free(&a.body);
 		long wait = a.retry_after_s >= 0 ? a.retry_after_s * 1000 : delay;
@@ -247,7 +294,8 @@ int k8s_call(struct k8s_client *c, const char *method, const char *path, const j
 				    path, a.http, st->reason, st->message);
 	}
 	if (out) {
-		*out = json_parse_strict(resp.data ? resp.data : "", resp.len, K8S_RESPONSE_MAX, err);
+		*out = json_parse_strict(resp.data ? resp.data : "", resp.len, K8S_RESPONSE_MAX,
+					 err);
 		if (!*out)
 			return os_error_prefix(err, "%s %s: answer", method, path);
 	}

@@ -14,8 +14,8 @@
 
 #define K8S_RESPONSE_MAX (32u << 20) /* bytes of one answer (a big list) */
 #define K8S_WATCH_LINE_MAX (4u << 20) /* bytes of one watch event */
-#define K8S_CRED_FILE_MAX (1u << 20)  /* bytes of a token, certificate or key file */
-#define K8S_RETRIES 5                 /* attempts after the first on 429/5xx */
+#define K8S_CRED_FILE_MAX (1u << 20) /* bytes of a token, certificate or key file */
+#define K8S_RETRIES 5 /* attempts after the first on 429/5xx */
 
 /* In-cluster defaults (overridable for tests with OPENSHELL_K8S_SERVICEACCOUNT_DIR). */
 #define K8S_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -35,6 +35,10 @@ struct k8s_creds {
 };
 
 void k8s_creds_free(struct k8s_creds *c);
+
+/* Re-reads a token that came from a file (projected service-account tokens
+ * rotate); a no-op for inline tokens. */
+int k8s_creds_refresh_token(struct k8s_creds *c, os_error *err);
 
 /* Parses a kubeconfig document (YAML or JSON) into creds, taking the current
  * context (or context if non-NULL). Relative paths are made relative to
@@ -106,8 +110,8 @@ typedef int (*k8s_watch_fn)(void *ctx, const char *type, const json_t *obj, os_e
  * from resource_version (in/out: updated by events and bookmarks) for at most
  * timeout_s seconds. Returns 0 when the server ended the watch, 1 when fn
  * stopped it, K8S_WATCH_GONE on 410, < 0 on error. */
-int k8s_watch(struct k8s_client *c, const char *collection, char *resource_version,
-	      size_t rv_cap, long timeout_s, k8s_watch_fn fn, void *ctx, os_error *err);
+int k8s_watch(struct k8s_client *c, const char *collection, char *resource_version, size_t rv_cap,
+	      long timeout_s, k8s_watch_fn fn, void *ctx, os_error *err);
 
 /* Parses one watch line into its type and object (borrowed from *root). */
 int k8s_watch_parse_line(const char *line, size_t len, json_t **root, const char **type,

@@ -11,6 +11,8 @@ struct k8s_client {
 	struct k8s_creds creds;
 	long timeout_ms, connect_timeout_ms, backoff_ms;
 	unsigned long calls;
+	CURLSH *share; /* connection and TLS session cache across calls */
+	long token_read_s; /* CLOCK_MONOTONIC second the token file was read */
 };
 
 /* A configured easy handle (TLS, auth, timeouts) for one request; the caller

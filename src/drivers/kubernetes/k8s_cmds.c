@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cleanup.h"
 #include "json.h"
@@ -198,7 +199,7 @@ static int cmd_on_record(struct env *e, const char *cmd, const char *id)
 	}
 	r = !strcmp(cmd, "stop")    ? ops->stop(e->drv, record, &err)
 	    : !strcmp(cmd, "start") ? ops->start(e->drv, record, &err)
-				    : ops->delete(e->drv, record, &err);
+				    : ops->delete (e->drv, record, &err);
 	os_error werr = { 0 };
 	if (del && r == 0 ? k8s_state_remove(e->o->state_dir, id, &werr) < 0
 			  : (json_object_get(record, "name") &&
@@ -208,25 +209,97 @@ static int cmd_on_record(struct env *e, const char *cmd, const char *id)
 	return r < 0 ? k8s_fail(EXIT_ERR, cmd, &err) : 0;
 }
 
-static int cmd_reconcile(struct env *e)
+static long now_s(void)
 {
-	os_error err = { 0 };
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* One reconcile over every record; prints the report (one JSON line when
+ * compact, and only when something was done). */
+static int reconcile_pass(struct env *e, bool compact, os_error *err)
+{
 	_cleanup_json_ json_t *records = NULL, *report = NULL;
-	if (k8s_state_list(e->o->state_dir, &records, &err) < 0)
-		return k8s_fail(EXIT_ERR, "reading records", &err);
-	if (k8s_connect_driver(e, &err) < 0)
-		return k8s_fail(EXIT_ERR, "connecting", &err);
+	if (k8s_state_list(e->o->state_dir, &records, err) < 0)
+		return -1;
 	size_t n = json_array_size(records);
 	json_t *recs[n ? n : 1];
 	for (size_t i = 0; i < n; i++)
 		recs[i] = json_array_get(records, i);
-	int r = e->drv->ops->reconcile(e->drv, recs, n, &report, &err);
+	int r = e->drv->ops->reconcile(e->drv, recs, n, &report, err);
 	for (size_t i = 0; i < n; i++)
-		if (k8s_state_write(e->o->state_dir, recs[i], &err) < 0)
-			return k8s_fail(EXIT_ERR, "saving a record", &err);
+		if (k8s_state_write(e->o->state_dir, recs[i], err) < 0)
+			return -1;
+	if (r == 0 && !compact)
+		k8s_print_json(report);
+	if (r == 0 && compact && json_array_size(report)) {
+		_cleanup_free_ char *line = json_dumps(report, JSON_COMPACT);
+		if (line) {
+			printf("%s\n", line);
+			fflush(stdout);
+		}
+	}
+	return r;
+}
+
+static int cmd_reconcile(struct env *e)
+{
+	os_error err = { 0 };
+	if (k8s_connect_driver(e, &err) < 0)
+		return k8s_fail(EXIT_ERR, "connecting", &err);
+	return reconcile_pass(e, false, &err) < 0 ? k8s_fail(EXIT_ERR, "reconcile", &err) : 0;
+}
+
+/* Reconcile once per change of any sandbox Pod, and at least every 30 s:
+ * what the gateway's driver loop will do. */
+
+static int cmd_watch(struct env *e)
+{
+	os_error err = { 0 };
+	if (!e->o->watch_for_s) {
+		fprintf(stderr, "openshell-k8s-driver: watch needs --for SECONDS\n");
+		return EXIT_USAGE;
+	}
+	if (k8s_connect_driver(e, &err) < 0)
+		return k8s_fail(EXIT_ERR, "connecting", &err);
+	long deadline = now_s() + e->o->watch_for_s;
+	for (long left; (left = deadline - now_s()) > 0;) {
+		if (reconcile_pass(e, true, &err) < 0 ||
+		    k8s_driver_wait_change(e->drv, left < 30 ? left : 30, &err) < 0)
+			return k8s_fail(EXIT_ERR, "watch", &err);
+	}
+	return 0;
+}
+
+static int print_event(void *ctx, const char *type, const json_t *obj, os_error *err)
+{
+	const char *name =
+		json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+	printf("%s %s\n", type, name ? name : "?");
+	fflush(stdout);
+	return 0;
+}
+
+/* The client's watch on any collection: events, then how it ended
+ * ("END rv", or "GONE" when the resourceVersion had expired). */
+static int cmd_watch_raw(struct env *e, const char *path)
+{
+	os_error err = { 0 };
+	char rv[128] = "";
+	if (!e->o->watch_for_s) {
+		fprintf(stderr, "openshell-k8s-driver: watch-raw needs --for SECONDS\n");
+		return EXIT_USAGE;
+	}
+	if (e->o->resource_version && str_copy(rv, sizeof rv, e->o->resource_version, &err) < 0)
+		return k8s_fail(EXIT_USAGE, "--resource-version", &err);
+	if (k8s_connect_driver(e, &err) < 0)
+		return k8s_fail(EXIT_ERR, "connecting", &err);
+	int r = k8s_watch(k8s_driver_client(e->drv), path, rv, sizeof rv, e->o->watch_for_s,
+			  print_event, NULL, &err);
 	if (r < 0)
-		return k8s_fail(EXIT_ERR, "reconcile", &err);
-	k8s_print_json(report);
+		return k8s_fail(EXIT_ERR, "watch", &err);
+	printf(r == K8S_WATCH_GONE ? "GONE\n" : "END %s\n", rv);
 	return 0;
 }
 
@@ -238,6 +311,10 @@ int k8s_run_command(struct env *e)
 		return cmd_check_config(e);
 	if (!strcmp(cmd, "create") && o->n_args == 1)
 		return cmd_create(e);
+	if (!strcmp(cmd, "watch-raw") && o->n_args == 2)
+		return cmd_watch_raw(e, o->args[1]);
+	if (!strcmp(cmd, "watch") && o->n_args == 1)
+		return need_state_dir(o) < 0 ? EXIT_USAGE : cmd_watch(e);
 	if (!strcmp(cmd, "reconcile") && o->n_args == 1)
 		return need_state_dir(o) < 0 ? EXIT_USAGE : cmd_reconcile(e);
 	if ((!strcmp(cmd, "stop") || !strcmp(cmd, "start") || !strcmp(cmd, "delete") ||

@@ -89,8 +89,9 @@ static const struct ynode *named_entry(const struct ynode *list, const char *nam
 		if (ynode_scalar_eq(ynode_map_get(it, "name"), name)) {
 			const struct ynode *v = ynode_map_get(it, inner);
 			if (!v || v->kind != YNODE_MAPPING) {
-				os_error_set(err, EINVAL, "%s '%s' (line %u): '%s' is not a mapping",
-					     what, name, it->line, inner);
+				os_error_set(err, EINVAL,
+					     "%s '%s' (line %u): '%s' is not a mapping", what, name,
+					     it->line, inner);
 				return NULL;
 			}
 			return v;
@@ -162,8 +163,9 @@ static int parse_user(const struct ynode *user, const char *base_dir, struct k8s
 	}
 	bool has_cert = out->cert.data || out->cert.path, has_key = out->key.data || out->key.path;
 	if (has_cert != has_key)
-		return os_error_set(err, EINVAL, "user has a client certificate without its key "
-						 "(or a key without its certificate)");
+		return os_error_set(err, EINVAL,
+				    "user has a client certificate without its key "
+				    "(or a key without its certificate)");
 	if (!has_cert && !out->token.data && !out->token.path)
 		return os_error_set(err, EINVAL,
 				    "user has neither a client certificate nor a token");
@@ -209,7 +211,8 @@ static int parse_tree(const struct ynode *root, const char *base_dir, const char
 		named_entry(ynode_map_get(root, "clusters"), cl, "cluster", "clusters", err);
 	if (!cluster)
 		return -1;
-	const struct ynode *user = named_entry(ynode_map_get(root, "users"), us, "user", "users", err);
+	const struct ynode *user =
+		named_entry(ynode_map_get(root, "users"), us, "user", "users", err);
 	if (!user)
 		return -1;
 	if (parse_cluster(cluster, base_dir, out, err) < 0 ||
@@ -275,8 +278,7 @@ static int materialise(struct k8s_blob *b, bool trim, os_error *err)
 	return 0;
 }
 
-static int load_in_cluster(const char *host, const char *port, struct k8s_creds *out,
-			   os_error *err)
+static int load_in_cluster(const char *host, const char *port, struct k8s_creds *out, os_error *err)
 {
 	const char *dir = getenv("OPENSHELL_K8S_SERVICEACCOUNT_DIR");
 	struct k8s_blob ns = { 0 };
@@ -367,5 +369,20 @@ int k8s_creds_discover(const char *kubeconfig_path, const char *context, struct 
 		k8s_creds_free(out);
 		return -1;
 	}
+	return 0;
+}
+
+int k8s_creds_refresh_token(struct k8s_creds *c, os_error *err)
+{
+	struct k8s_blob fresh = { .path = c->token.path };
+	if (!c->token.path)
+		return 0;
+	if (materialise(&fresh, true, err) < 0)
+		return os_error_prefix(err, "re-reading the token");
+	if (c->token.data)
+		explicit_bzero(c->token.data, c->token.len);
+	free(c->token.data);
+	c->token.data = fresh.data;
+	c->token.len = fresh.len;
 	return 0;
 }

@@ -39,8 +39,8 @@ static bool dedicated(const json_t *record)
 	return t && strcmp(t, "dedicated-supervisor") == 0;
 }
 
-int k8s_collection(const struct k8s_driver *k, const struct k8s_kind *kind, char *out,
-		   size_t cap, os_error *err)
+int k8s_collection(const struct k8s_driver *k, const struct k8s_kind *kind, char *out, size_t cap,
+		   os_error *err)
 {
 	return str_format(out, cap, err, "%s/namespaces/%s/%s", kind->group_path, k->s.namespace,
 			  kind->plural);
@@ -84,9 +84,8 @@ static int delete_one(struct k8s_driver *k, const struct k8s_kind *kind, const c
 {
 	char coll[512], path[800];
 	struct k8s_status st;
-	_cleanup_json_ json_t *body =
-		json_pack("{s:s, s:s, s:s}", "apiVersion", "v1", "kind", "DeleteOptions",
-			  "propagationPolicy", "Background");
+	_cleanup_json_ json_t *body = json_pack("{s:s, s:s, s:s}", "apiVersion", "v1", "kind",
+						"DeleteOptions", "propagationPolicy", "Background");
 	if (k8s_collection(k, kind, coll, sizeof coll, err) < 0 ||
 	    str_format(path, sizeof path, err, "%s/%s", coll, name) < 0)
 		return -1;
@@ -130,14 +129,12 @@ int k8s_delete_pods(struct k8s_driver *k, const char *id, os_error *err)
 	    k8s_list_labelled(k, KIND_POD, sel, &pods, err) < 0)
 		return -1;
 	for (int pass = 0; pass < 2; pass++)
-		json_array_foreach(pods, i, p)
-		{
+		json_array_foreach (pods, i, p) {
 			if (is_supervisor(p) == (pass == 1) &&
 			    delete_one(k, KIND_POD, obj_name(p), err) < 0)
 				return -1;
 		}
-	json_array_foreach(pods, i, p)
-	{
+	json_array_foreach (pods, i, p) {
 		if (wait_gone(k, KIND_POD, obj_name(p), err) < 0)
 			return -1;
 	}
@@ -156,16 +153,16 @@ int k8s_remove_all(struct k8s_driver *k, const char *id, os_error *err)
 		json_t *o;
 		if (k8s_list_labelled(k, &k8s_kinds[kind], sel, &items, err) < 0)
 			return -1;
-		json_array_foreach(items, i, o)
-		{
-			bool is_anchor = &k8s_kinds[kind] == KIND_SECRET &&
-					 strcmp(obj_name(o), anchor) == 0;
+		json_array_foreach (items, i, o) {
+			bool is_anchor =
+				&k8s_kinds[kind] == KIND_SECRET && strcmp(obj_name(o), anchor) == 0;
 			if (!is_anchor && delete_one(k, &k8s_kinds[kind], obj_name(o), err) < 0)
 				return -1;
 			/* Finalizers (pvc-protection...) delay removal: wait it out so
 			 * "deleted" means gone. */
-			if (!is_anchor && json_array_size(json_object_get(
-						  json_object_get(o, "metadata"), "finalizers")) &&
+			if (!is_anchor &&
+			    json_array_size(json_object_get(json_object_get(o, "metadata"),
+							    "finalizers")) &&
 			    wait_gone(k, &k8s_kinds[kind], obj_name(o), err) < 0)
 				return -1;
 		}
@@ -200,19 +197,17 @@ static int ensure(struct k8s_driver *k, const struct k8s_kind *kind, json_t *obj
 static int create_secrets(struct k8s_driver *k, const json_t *record, const json_t *owner,
 			  bool fresh, os_error *err)
 {
-	_cleanup_free_ char *priv = NULL, *pub = NULL;
-	if (k8s_keypair_new(&priv, &pub, err) < 0)
+	char key[K8S_KEY_HEX_LEN + 1];
+	/* On start both Secrets exist (409) and keep the key they already hold. */
+	if (k8s_sandbox_key_new(key, err) < 0)
 		return -1;
-	int r = ensure(k, KIND_SECRET, k8s_render_supervisor_secret(&k->s, record, owner, priv, pub),
+	int r = ensure(k, KIND_SECRET, k8s_render_supervisor_secret(&k->s, record, owner, key),
 		       fresh, "Secret (supervisor credentials)", NULL, err);
-	explicit_bzero(priv, strlen(priv));
-	if (r < 0)
-		return -1;
-	if (dedicated(record) &&
-	    ensure(k, KIND_SECRET, k8s_render_trust_secret(&k->s, record, owner, pub), fresh,
-		   "Secret (workload trust)", NULL, err) < 0)
-		return -1;
-	return 0;
+	if (r == 0 && dedicated(record))
+		r = ensure(k, KIND_SECRET, k8s_render_trust_secret(&k->s, record, owner, key),
+			   fresh, "Secret (workload trust)", NULL, err);
+	explicit_bzero(key, sizeof key);
+	return r;
 }
 
 /* Objects that live as long as the sandbox (kept by stop). */
@@ -255,17 +250,18 @@ static const char *class_of(const json_t *record, const char *key)
 	return c ? c : "(none)";
 }
 
-static int create_pods(struct k8s_driver *k, const json_t *record, const json_t *owner,
-		       bool fresh, os_error *err)
+static int create_pods(struct k8s_driver *k, const json_t *record, const json_t *owner, bool fresh,
+		       os_error *err)
 {
 	if (!dedicated(record)) {
 		if (ensure(k, KIND_POD, k8s_render_combined_pod(&k->s, record, owner), false,
 			   "Pod (combined)", NULL, err) < 0) {
 			if (strstr(err->msg, "PodSecurity"))
-				append_hint(err, "the combined topology runs the supervisor with "
-						 "NET_ADMIN, SYS_ADMIN and SYS_PTRACE, which restricted "
-						 "Pod Security refuses; use topology = "
-						 "\"dedicated-supervisor\" in this namespace");
+				append_hint(err,
+					    "the combined topology runs the supervisor with "
+					    "NET_ADMIN, SYS_ADMIN and SYS_PTRACE, which restricted "
+					    "Pod Security refuses; use topology = "
+					    "\"dedicated-supervisor\" in this namespace");
 			return -1;
 		}
 		return 0;
@@ -274,10 +270,18 @@ static int create_pods(struct k8s_driver *k, const json_t *record, const json_t 
 		   "supervisor Pod", NULL, err) < 0)
 		return os_error_prefix(err, "supervisor runtimeClassName %s",
 				       class_of(record, "supervisor_runtime_class"));
+	_cleanup_json_ json_t *svc = NULL;
 	if (ensure(k, KIND_SERVICE, k8s_render_service(&k->s, record, owner), fresh,
-		   "Service (supervisor)", NULL, err) < 0)
+		   "Service (supervisor)", &svc, err) < 0)
 		return -1;
-	if (ensure(k, KIND_POD, k8s_render_workload_pod(&k->s, record, owner), false,
+	/* The workload reaches its supervisor at the Service's address: an IP
+	 * literal, since the launcher has no resolver and the fence may allow no
+	 * DNS. It is stable across stop/start (the Service is kept). */
+	const char *ip =
+		json_string_value(json_object_get(json_object_get(svc, "spec"), "clusterIP"));
+	if (!ip || !*ip || strcmp(ip, "None") == 0)
+		return os_error_set(err, EPROTO, "Service of the supervisor has no clusterIP");
+	if (ensure(k, KIND_POD, k8s_render_workload_pod(&k->s, record, owner, ip), false,
 		   "workload Pod", NULL, err) < 0)
 		return os_error_prefix(err, "workload runtimeClassName %s",
 				       class_of(record, "workload_runtime_class"));
@@ -293,8 +297,8 @@ static int ready_cond(void *ctx, const json_t *pod, os_error *err)
 	struct ready_ctx *rc = ctx;
 	if (!pod)
 		return os_error_set(err, ENOENT, "the supervisor Pod was deleted");
-	const char *phase = json_string_value(
-		json_object_get(json_object_get(pod, "status"), "phase"));
+	const char *phase =
+		json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
 	snprintf(rc->last_phase, sizeof rc->last_phase, "%s", phase ? phase : "?");
 	if (phase && (strcmp(phase, "Failed") == 0 || strcmp(phase, "Succeeded") == 0))
 		return os_error_set(err, EIO, "the supervisor Pod ended (phase %s)", phase);
@@ -316,8 +320,7 @@ static void pod_events(struct k8s_driver *k, const char *pod, char *out, size_t 
 	    str_format(path, sizeof path, NULL, "%s?fieldSelector=%s", coll, q) < 0 ||
 	    k8s_call(k->client, "GET", path, NULL, NULL, &list, NULL, NULL) < 0)
 		return;
-	json_array_foreach(json_object_get(list, "items"), i, ev)
-	{
+	json_array_foreach (json_object_get(list, "items"), i, ev) {
 		const char *r = json_string_value(json_object_get(ev, "reason"));
 		const char *m = json_string_value(json_object_get(ev, "message"));
 		int w = snprintf(out + n, cap - n, "%s%s: %s", n ? "; " : "", r ? r : "?",
@@ -336,8 +339,8 @@ static int activate(struct k8s_driver *k, json_t *record, os_error *err)
 	if (k8s_collection(k, KIND_POD, coll, sizeof coll, err) < 0 ||
 	    k8s_object_name(record, "-supervisor", pod, sizeof pod, err) < 0)
 		return -1;
-	if (k8s_wait_object(k->client, coll, pod, ready_cond, &rc, k->opts.ready_timeout_ms,
-			    err) < 0) {
+	if (k8s_wait_object(k->client, coll, pod, ready_cond, &rc, k->opts.ready_timeout_ms, err) <
+	    0) {
 		pod_events(k, pod, events, sizeof events);
 		return os_error_prefix(err, "supervisor Pod %s not Ready (last phase %s%s%s)", pod,
 				       *rc.last_phase ? rc.last_phase : "unknown",
@@ -349,8 +352,7 @@ static int activate(struct k8s_driver *k, json_t *record, os_error *err)
 	return 0;
 }
 
-static int provision(struct k8s_driver *k, json_t *record, bool fresh, bool *ours,
-		     os_error *err)
+static int provision(struct k8s_driver *k, json_t *record, bool fresh, bool *ours, os_error *err)
 {
 	_cleanup_json_ json_t *owner = NULL;
 	if (create_base(k, record, fresh, &owner, ours, err) < 0 ||
@@ -384,7 +386,8 @@ static int k8s_stop(struct driver *d, json_t *record, os_error *err)
 {
 	if (k8s_delete_pods(K(d), json_string_value(json_object_get(record, "id")), err) < 0)
 		return -1;
-	k8s_record_phase(record, "Stopped", "Pods deleted; fence, Secrets, Service and volume kept");
+	k8s_record_phase(record, "Stopped",
+			 "Pods deleted; fence, Secrets, Service and volume kept");
 	return 0;
 }
 

@@ -22,6 +22,11 @@ struct k8s_driver_opts {
 struct driver *k8s_driver_new(struct k8s_settings *settings, struct k8s_client *client,
 			      const struct k8s_driver_opts *opts, os_error *err);
 
+/* Blocks until a Pod of any sandbox in the namespace changes (returns 1) or
+ * timeout_s passes (0): the gateway reconciles after each change and at least
+ * every timeout_s. A watch that expired (410) counts as a change. */
+int k8s_driver_wait_change(struct driver *d, long timeout_s, os_error *err);
+
 /* For the harness and benchmarks: the driver's client. */
 struct k8s_client *k8s_driver_client(struct driver *d);
 
@@ -44,8 +49,8 @@ extern const struct k8s_kind k8s_kinds[];
 extern const size_t k8s_kinds_len;
 
 /* "/api/v1/namespaces/NS/pods" etc. */
-int k8s_collection(const struct k8s_driver *k, const struct k8s_kind *kind, char *out,
-		   size_t cap, os_error *err);
+int k8s_collection(const struct k8s_driver *k, const struct k8s_kind *kind, char *out, size_t cap,
+		   os_error *err);
 /* Lists the objects of kind carrying selector (a label selector, unescaped). */
 int k8s_list_labelled(struct k8s_driver *k, const struct k8s_kind *kind, const char *selector,
 		      json_t **items, os_error *err);

@@ -17,7 +17,6 @@
 #include "k8s_state.h"
 #include "parse.h"
 
-
 extern char **environ;
 
 static void usage(FILE *f)
@@ -29,7 +28,9 @@ static void usage(FILE *f)
 	      "  check-config\n"
 	      "  create --id ID --name NAME [--runtime-class C] [--image I] [--policy FILE]\n"
 	      "         [--spec-json FILE]\n"
-	      "  stop ID | start ID | delete ID | get ID | reconcile\n",
+	      "  stop ID | start ID | delete ID | get ID | reconcile\n"
+	      "  watch --for SECONDS   (reconcile on every Pod change, and every 30 s)\n"
+	      "  watch-raw API-PATH --for SECONDS [--resource-version RV]   (client check)\n",
 	      f);
 }
 
@@ -68,6 +69,7 @@ static const char **value_slot(struct opts *o, const char *flag)
 		{ "--image", offsetof(struct opts, image) },
 		{ "--policy", offsetof(struct opts, policy) },
 		{ "--spec-json", offsetof(struct opts, spec_json) },
+		{ "--resource-version", offsetof(struct opts, resource_version) },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
 		if (strcmp(flag, map[i].flag) == 0)
@@ -83,7 +85,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		const char **slot = value_slot(o, a);
 		if (slot || !strcmp(a, "--set") || !strcmp(a, "--ready-timeout") ||
-		    !strcmp(a, "--call-timeout")) {
+		    !strcmp(a, "--call-timeout") || !strcmp(a, "--for")) {
 			if (!v) {
 				fprintf(stderr, "openshell-k8s-driver: %s needs a value\n", a);
 				return -1;
@@ -98,6 +100,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			else if (!strcmp(a, "--call-timeout") &&
 				 parse_seconds(a, v, &o->call_timeout_s) < 0)
+				return -1;
+			else if (!strcmp(a, "--for") && parse_seconds(a, v, &o->watch_for_s) < 0)
 				return -1;
 		} else if (!strcmp(a, "--stats")) {
 			o->stats = true;
@@ -129,9 +133,11 @@ static struct config *load_config(const struct opts *o, os_error *err)
 		return NULL;
 	for (size_t i = 0; i < o->n_sets; i++) {
 		const char *eq = strchr(o->sets[i], '=');
-		_cleanup_free_ char *key = eq ? str_ndup(o->sets[i], (size_t)(eq - o->sets[i])) : NULL;
+		_cleanup_free_ char *key =
+			eq ? str_ndup(o->sets[i], (size_t)(eq - o->sets[i])) : NULL;
 		if (!key) {
-			os_error_set(err, EINVAL, "--set %s: expected SECTION.KEY=VALUE", o->sets[i]);
+			os_error_set(err, EINVAL, "--set %s: expected SECTION.KEY=VALUE",
+				     o->sets[i]);
 			return NULL;
 		}
 		if (config_set_cli(cfg, key, eq + 1, err) < 0)

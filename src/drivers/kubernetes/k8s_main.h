@@ -19,10 +19,10 @@ struct opts {
 	const char *config, *kubeconfig, *context, *state_dir;
 	const char *sets[64];
 	size_t n_sets;
-	const char *id, *name, *runtime_class, *image, *policy, *spec_json;
+	const char *id, *name, *runtime_class, *image, *policy, *spec_json, *resource_version;
 	const char *args[4];
 	size_t n_args;
-	long ready_timeout_s, call_timeout_s;
+	long ready_timeout_s, call_timeout_s, watch_for_s;
 	bool stats;
 };
 

@@ -24,8 +24,7 @@ bool k8s_pod_ready(const json_t *pod)
 {
 	size_t i;
 	json_t *c;
-	json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
-	{
+	json_array_foreach (json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
 		const char *t = json_string_value(json_object_get(c, "type"));
 		const char *s = json_string_value(json_object_get(c, "status"));
 		if (t && s && strcmp(t, "Ready") == 0)
@@ -93,8 +92,7 @@ static json_t *pod_events(struct k8s_driver *k, const char *pod)
 		       k->s.namespace, q) < 0 ||
 	    k8s_call(k->client, "GET", path, NULL, NULL, &list, NULL, NULL) < 0)
 		return out;
-	json_array_foreach(json_object_get(list, "items"), i, ev)
-	{
+	json_array_foreach (json_object_get(list, "items"), i, ev) {
 		json_array_append_new(out, json_pack("{s:O?, s:O?, s:O?, s:O?}", "type",
 						     json_object_get(ev, "type"), "reason",
 						     json_object_get(ev, "reason"), "message",
@@ -120,10 +118,60 @@ static json_t *pod_summary(struct k8s_driver *k, const json_t *pod)
 static int sandbox_pods(struct k8s_driver *k, const char *id, json_t **pods, os_error *err)
 {
 	char sel[256];
-	if (str_format(sel, sizeof sel, err, "%s=openshell,%s=%s", K8S_L_MANAGED, K8S_L_ID, id) <
-	    0)
+	if (str_format(sel, sizeof sel, err, "%s=openshell,%s=%s", K8S_L_MANAGED, K8S_L_ID, id) < 0)
 		return -1;
 	return k8s_list_labelled(k, &k8s_kinds[0], sel, pods, err);
+}
+
+/* The last Warning among a Pod's events (what a user needs to see first). */
+static const char *last_warning(const json_t *summary)
+{
+	const char *msg = NULL;
+	size_t i;
+	json_t *ev;
+	json_array_foreach (json_object_get(summary, "events"), i, ev) {
+		const char *t = json_string_value(json_object_get(ev, "type"));
+		if (t && strcmp(t, "Warning") == 0)
+			msg = json_string_value(json_object_get(ev, "message"));
+	}
+	return msg;
+}
+
+/* One backend condition per expected Pod: "<Component>Ready", with the
+ * reason (Ready, Gated, the Pod's phase, or Missing) and the last warning. */
+static json_t *conditions(const json_t *record, const json_t *summaries)
+{
+	const char *topo = json_string_value(
+		json_object_get(json_object_get(record, "placement"), "topology"));
+	bool dedicated = topo && strcmp(topo, "dedicated-supervisor") == 0;
+	static const char *const split[] = { "supervisor", "workload" }, *const one[] = {
+		"sandbox"
+	};
+	const char *const *want = dedicated ? split : one;
+	json_t *out = json_array();
+	for (size_t w = 0; w < (dedicated ? 2u : 1u); w++) {
+		const json_t *found = NULL, *p;
+		size_t i;
+		json_array_foreach ((json_t *)summaries, i, p) {
+			const char *c = json_string_value(json_object_get(p, "component"));
+			if (c && strcmp(c, want[w]) == 0)
+				found = p;
+		}
+		bool ready = found && json_is_true(json_object_get(found, "ready"));
+		const char *reason = !found  ? "Missing"
+				     : ready ? "Ready"
+				     : json_is_true(json_object_get(found, "gated"))
+					     ? "Gated"
+					     : json_string_value(json_object_get(found, "phase"));
+		char type[64];
+		snprintf(type, sizeof type, "%c%sReady", want[w][0] - 'a' + 'A', want[w] + 1);
+		const char *warn = found ? last_warning(found) : NULL;
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s}", "type", type, "status",
+						     ready ? "True" : "False", "reason",
+						     reason ? reason : "Unknown", "message",
+						     warn ? warn : ""));
+	}
+	return out;
 }
 
 int k8s_status(struct driver *d, json_t *record, json_t **status, os_error *err)
@@ -135,10 +183,10 @@ int k8s_status(struct driver *d, json_t *record, json_t **status, os_error *err)
 	if (sandbox_pods(k, json_string_value(json_object_get(record, "id")), &pods, err) < 0)
 		return -1;
 	json_t *summaries = json_array();
-	json_array_foreach(pods, i, p)
-	{
+	json_array_foreach (pods, i, p) {
 		json_array_append_new(summaries, pod_summary(k, p));
 	}
+	json_object_set_new(record, "conditions", conditions(record, summaries));
 	*status = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:o}", "id",
 			    json_object_get(record, "id"), "name", json_object_get(record, "name"),
 			    "phase", json_object_get(record, "phase"), "message",
@@ -154,8 +202,7 @@ static const json_t *find_component(const json_t *pods, const char *component)
 {
 	size_t i;
 	json_t *p;
-	json_array_foreach(pods, i, p)
-	{
+	json_array_foreach (pods, i, p) {
 		const char *c = label(p, K8S_L_COMPONENT);
 		if (c && strcmp(c, component) == 0)
 			return p;
@@ -165,8 +212,8 @@ static const json_t *find_component(const json_t *pods, const char *component)
 
 static void report(json_t *rep, const char *id, const char *action, const char *why)
 {
-	json_array_append_new(rep, json_pack("{s:s, s:s, s:s}", "id", id, "action", action,
-					     "reason", why));
+	json_array_append_new(
+		rep, json_pack("{s:s, s:s, s:s}", "id", id, "action", action, "reason", why));
 }
 
 static bool supervisor_alive(const json_t *sup)
@@ -203,7 +250,8 @@ static int reconcile_one(struct k8s_driver *k, json_t *record, json_t *rep, os_e
 	if (k8s_pod_gated(wl) && k8s_pod_ready(sup)) {
 		if (k8s_ungate(k, record, err) < 0)
 			return -1;
-		k8s_record_phase(record, "Running", "supervisor Ready, fence confirmed, workload ungated");
+		k8s_record_phase(record, "Running",
+				 "supervisor Ready, fence confirmed, workload ungated");
 		report(rep, id, "ungated", "supervisor Ready and fence confirmed");
 	}
 	return 0;
@@ -230,8 +278,7 @@ static int collect_orphans(struct k8s_driver *k, json_t *const *records, size_t 
 		if (k8s_list_labelled(k, &k8s_kinds[kind], K8S_L_MANAGED "=openshell", &items,
 				      err) < 0)
 			return -1;
-		json_array_foreach(items, i, o)
-		{
+		json_array_foreach (items, i, o) {
 			const char *id = label(o, K8S_L_ID);
 			if (id && !known(records, n, id))
 				json_object_set_new(ids, id, json_true());
@@ -240,8 +287,7 @@ static int collect_orphans(struct k8s_driver *k, json_t *const *records, size_t 
 	return 0;
 }
 
-int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **out,
-		  os_error *err)
+int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **out, os_error *err)
 {
 	struct k8s_driver *k = (struct k8s_driver *)d;
 	_cleanup_json_ json_t *rep = json_array(), *orphans = json_object();
@@ -251,8 +297,7 @@ int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **o
 		return os_error_set(err, ENOMEM, "reconcile: out of memory");
 	if (collect_orphans(k, records, n, orphans, err) < 0)
 		return os_error_prefix(err, "reconcile");
-	json_object_foreach(orphans, id, v)
-	{
+	json_object_foreach (orphans, id, v) {
 		if (k8s_remove_all(k, id, err) < 0)
 			return os_error_prefix(err, "reconcile: removing orphan %s", id);
 		report(rep, id, "removed-orphan", "no sandbox record");
@@ -265,9 +310,37 @@ int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **o
 		    (phase && (strcmp(phase, "Stopped") == 0 || strcmp(phase, "Deleted") == 0)))
 			continue;
 		if (reconcile_one(k, records[i], rep, err) < 0)
-			return os_error_prefix(err, "reconcile %s",
-					       json_string_value(json_object_get(records[i], "id")));
+			return os_error_prefix(
+				err, "reconcile %s",
+				json_string_value(json_object_get(records[i], "id")));
 	}
 	*out = steal_ptr(rep);
 	return 0;
+}
+
+/* ---- waiting for changes ---- */
+
+static int any_change(void *ctx, const char *type, const json_t *obj, os_error *err)
+{
+	return 1;
+}
+
+int k8s_driver_wait_change(struct driver *d, long timeout_s, os_error *err)
+{
+	struct k8s_driver *k = (struct k8s_driver *)d;
+	char coll[512], q[256], path[1200], rv[128];
+	_cleanup_json_ json_t *list = NULL;
+	if (k8s_collection(k, &k8s_kinds[0], coll, sizeof coll, err) < 0 ||
+	    k8s_query_escape(K8S_L_MANAGED "=openshell", q, sizeof q, err) < 0 ||
+	    str_format(path, sizeof path, err, "%s?labelSelector=%s", coll, q) < 0 ||
+	    k8s_call(k->client, "GET", path, NULL, NULL, &list, NULL, err) < 0)
+		return -1;
+	const char *lrv = json_string_value(
+		json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
+	if (!lrv || str_copy(rv, sizeof rv, lrv, err) < 0)
+		return os_error_set(err, EPROTO, "GET %s: not a list answer", path);
+	int r = k8s_watch(k->client, path, rv, sizeof rv, timeout_s, any_change, NULL, err);
+	if (r < 0)
+		return -1;
+	return r == 0 ? 0 : 1; /* stopped by an event, or expired: look again */
 }

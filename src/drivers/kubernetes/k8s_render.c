@@ -17,12 +17,12 @@ static const char *rec_str(const json_t *record, const char *key)
 
 static const char *placement_str(const json_t *record, const char *key)
 {
-	const char *v = json_string_value(json_object_get(json_object_get(record, "placement"), key));
+	const char *v =
+		json_string_value(json_object_get(json_object_get(record, "placement"), key));
 	return v && *v ? v : NULL; /* "" is never a class or image */
 }
 
-int k8s_object_name(const json_t *record, const char *suffix, char *out, size_t cap,
-		    os_error *err)
+int k8s_object_name(const json_t *record, const char *suffix, char *out, size_t cap, os_error *err)
 {
 	const char *id = rec_str(record, "id");
 	if (!id)
@@ -118,8 +118,7 @@ json_t *k8s_render_fence(const struct k8s_settings *s, const json_t *record, con
 	json_t *peer;
 	if (!egress)
 		return NULL;
-	json_array_foreach(s->dns_peers, i, peer)
-	{
+	json_array_foreach (s->dns_peers, i, peer) {
 		json_array_append_new(egress, dns_rule(peer));
 	}
 	return json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:[s, s], s:[{s:[{s:{s:o}}]}], s:o}}",
@@ -136,29 +135,38 @@ json_t *k8s_render_supervisor_netpol(const struct k8s_settings *s, const json_t 
 	return json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:[s], s:[{s:[{s:{s:o}}], s:o}]}}",
 			 "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata",
 			 meta(s, record, "-supervisor", "supervisor-policy", owner), "spec",
-			 "podSelector", "matchLabels", selector(record, "supervisor"), "policyTypes",
-			 "Ingress", "ingress", "from", "podSelector", "matchLabels",
+			 "podSelector", "matchLabels", selector(record, "supervisor"),
+			 "policyTypes", "Ingress", "ingress", "from", "podSelector", "matchLabels",
 			 selector(record, "workload"), "ports",
 			 tcp_ports(K8S_PROXY_PORT, K8S_CONTROL_PORT));
 }
 
-json_t *k8s_render_supervisor_secret(const struct k8s_settings *s, const json_t *record,
-				     const json_t *owner, const char *priv_pem,
-				     const char *pub_pem)
+static const char *policy_text(const json_t *record)
 {
-	return json_pack("{s:s, s:s, s:o, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind",
-			 "Secret", "metadata",
-			 meta(s, record, "-supervisor", "supervisor-credentials", owner), "type",
-			 "Opaque", "stringData", "supervisor.key", priv_pem, "supervisor.pub",
-			 pub_pem);
+	const char *p =
+		json_string_value(json_object_get(json_object_get(record, "policy"), "yaml"));
+	return p ? p : K8S_DEFAULT_POLICY;
+}
+
+json_t *k8s_render_supervisor_secret(const struct k8s_settings *s, const json_t *record,
+				     const json_t *owner, const char *key_hex)
+{
+	char key[K8S_KEY_HEX_LEN + 2];
+	snprintf(key, sizeof key, "%s\n", key_hex);
+	return json_pack(
+		"{s:s, s:s, s:o, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Secret",
+		"metadata", meta(s, record, "-supervisor", "supervisor-credentials", owner), "type",
+		"Opaque", "stringData", "sandbox.key", key, "policy.yaml", policy_text(record));
 }
 
 json_t *k8s_render_trust_secret(const struct k8s_settings *s, const json_t *record,
-				const json_t *owner, const char *pub_pem)
+				const json_t *owner, const char *key_hex)
 {
+	char key[K8S_KEY_HEX_LEN + 2];
+	snprintf(key, sizeof key, "%s\n", key_hex);
 	return json_pack("{s:s, s:s, s:o, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
 			 "metadata", meta(s, record, "-trust", "trust", owner), "type", "Opaque",
-			 "stringData", "supervisor.pub", pub_pem);
+			 "stringData", "sandbox.key", key);
 }
 
 json_t *k8s_render_pvc(const struct k8s_settings *s, const json_t *record, const json_t *owner)
@@ -174,17 +182,16 @@ json_t *k8s_render_pvc(const struct k8s_settings *s, const json_t *record, const
 	return pvc;
 }
 
-json_t *k8s_render_service(const struct k8s_settings *s, const json_t *record,
-			   const json_t *owner)
+json_t *k8s_render_service(const struct k8s_settings *s, const json_t *record, const json_t *owner)
 {
 	return json_pack("{s:s, s:s, s:o, s:{s:s, s:o, s:[{s:s, s:i, s:i, s:s}, {s:s, s:i, s:i, "
 			 "s:s}]}}",
 			 "apiVersion", "v1", "kind", "Service", "metadata",
-			 meta(s, record, "-supervisor", "supervisor-service", owner), "spec", "type",
-			 "ClusterIP", "selector", selector(record, "supervisor"), "ports", "name",
-			 "proxy", "port", K8S_PROXY_PORT, "targetPort", K8S_PROXY_PORT, "protocol",
-			 "TCP", "name", "control", "port", K8S_CONTROL_PORT, "targetPort",
-			 K8S_CONTROL_PORT, "protocol", "TCP");
+			 meta(s, record, "-supervisor", "supervisor-service", owner), "spec",
+			 "type", "ClusterIP", "selector", selector(record, "supervisor"), "ports",
+			 "name", "proxy", "port", K8S_PROXY_PORT, "targetPort", K8S_PROXY_PORT,
+			 "protocol", "TCP", "name", "control", "port", K8S_CONTROL_PORT,
+			 "targetPort", K8S_CONTROL_PORT, "protocol", "TCP");
 }
 
 /* ---- Pods ---- */
@@ -207,8 +214,7 @@ static void append_caller_env(json_t *env, const json_t *record)
 {
 	const char *k;
 	json_t *v;
-	json_object_foreach(json_object_get(json_object_get(record, "spec"), "env"), k, v)
-	{
+	json_object_foreach (json_object_get(json_object_get(record, "spec"), "env"), k, v) {
 		json_array_append_new(env, env_var(k, json_string_value(v)));
 	}
 }
@@ -241,8 +247,7 @@ static void add_caller_labels(json_t *pod, const json_t *record)
 	json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
 	const char *k;
 	json_t *v;
-	json_object_foreach(json_object_get(json_object_get(record, "spec"), "labels"), k, v)
-	{
+	json_object_foreach (json_object_get(json_object_get(record, "spec"), "labels"), k, v) {
 		if (!json_object_get(labels, k))
 			json_object_set(labels, k, v);
 	}
@@ -257,29 +262,63 @@ static json_t *workspace_volume(const json_t *record, const struct k8s_settings 
 	return json_pack("{s:s, s:{}}", "name", "workspace", "emptyDir");
 }
 
+/* openshell-supervisor's command line (docs/supervisor.md), then "--" and the
+ * agent's argv (the caller's "command", or an idle process to attach to). */
+static json_t *supervisor_argv(const struct k8s_settings *s, const json_t *record, const char *exe,
+			       bool split)
+{
+	char uid[24], gid[24];
+	const json_t *cmd = json_object_get(json_object_get(record, "spec"), "command");
+	snprintf(uid, sizeof uid, "%lld", (long long)s->uid);
+	snprintf(gid, sizeof gid, "%lld", (long long)s->gid);
+	json_t *a =
+		json_pack("[s, s, s, s, s, s, s, s, s, s, s, s, s]", exe, "--backend",
+			  split ? "split" : "inpod", "--sandbox-id", rec_str(record, "id"),
+			  "--proxy-port", "3128", "--policy",
+			  "/etc/openshell/credentials/policy.yaml", "--user", uid, "--group", gid);
+	/* split: the Pod's own IP, expanded by the kubelet from the env below */
+	json_t *more =
+		split ? json_pack("[s, s, s, s, s, s, s, s]", "--split-mode", "pod", "--split-key",
+				  "/etc/openshell/credentials/sandbox.key", "--split-advertise",
+				  "$(OPENSHELL_POD_IP)", "--split-control-port", "7443")
+		      : json_pack("[s, s]", "--launcher", "/opt/openshell/bin/openshell-sandbox");
+	json_t *agent = json_array_size(cmd) ? json_deep_copy(cmd)
+					     : json_pack("[s, s]", "sleep", "infinity");
+	if (!a || !more || !agent || json_array_extend(a, more) < 0 ||
+	    json_array_append_new(a, json_string("--")) < 0 || json_array_extend(a, agent) < 0) {
+		json_decref(a);
+		a = NULL;
+	}
+	json_decref(more);
+	json_decref(agent);
+	return a;
+}
+
 json_t *k8s_render_supervisor_pod(const struct k8s_settings *s, const json_t *record,
 				  const json_t *owner)
 {
 	char secret[96];
 	const char *id = rec_str(record, "id");
-	json_t *env = json_pack("[o, o]", env_var("OPENSHELL_SANDBOX_ID", id),
-				env_var("OPENSHELL_CONTROL_PORT", "7443"));
+	json_t *env =
+		json_pack("[o, {s:s, s:{s:{s:s}}}]", env_var("OPENSHELL_SANDBOX_ID", id), "name",
+			  "OPENSHELL_POD_IP", "valueFrom", "fieldRef", "fieldPath", "status.podIP");
 	if (env && s->gateway_endpoint)
-		json_array_append_new(env, env_var("OPENSHELL_GATEWAY_ENDPOINT", s->gateway_endpoint));
+		json_array_append_new(env,
+				      env_var("OPENSHELL_GATEWAY_ENDPOINT", s->gateway_endpoint));
 	json_t *ctx = restricted_ctx();
 	if (ctx)
 		json_object_set_new(ctx, "readOnlyRootFilesystem", json_true());
 	json_t *container = json_pack(
-		"{s:s, s:s, s:s, s:[s, s, s, s, s, s, s], s:o, s:[{s:s, s:i, s:s}, {s:s, s:i, s:s}], "
+		"{s:s, s:s, s:s, s:o, s:o, s:[{s:s, s:i, s:s}, {s:s, s:i, s:s}], "
 		"s:{s:{s:s}, s:i}, s:o, s:[{s:s, s:s, s:b}, {s:s, s:s}]}",
 		"name", "supervisor", "image", placement_str(record, "supervisor_image"),
-		"imagePullPolicy", s->pull_policy, "command", "openshell-supervisor", "--backend",
-		"split", "--sandbox-id", id, "--proxy-port", "3128", "env", env, "ports", "name", "proxy",
-		"containerPort", K8S_PROXY_PORT, "protocol", "TCP", "name", "control",
-		"containerPort", K8S_CONTROL_PORT, "protocol", "TCP", "readinessProbe", "tcpSocket",
-		"port", "proxy", "periodSeconds", 2, "securityContext", ctx, "volumeMounts", "name",
-		"credentials", "mountPath", "/etc/openshell/credentials", "readOnly", 1, "name",
-		"state", "mountPath", "/var/lib/openshell");
+		"imagePullPolicy", s->pull_policy, "command",
+		supervisor_argv(s, record, "openshell-supervisor", true), "env", env, "ports",
+		"name", "proxy", "containerPort", K8S_PROXY_PORT, "protocol", "TCP", "name",
+		"control", "containerPort", K8S_CONTROL_PORT, "protocol", "TCP", "readinessProbe",
+		"tcpSocket", "port", "proxy", "periodSeconds", 2, "securityContext", ctx,
+		"volumeMounts", "name", "credentials", "mountPath", "/etc/openshell/credentials",
+		"readOnly", 1, "name", "state", "mountPath", "/var/lib/openshell");
 	if (!container)
 		return NULL;
 	json_t *spec = json_pack(
@@ -299,11 +338,10 @@ json_t *k8s_render_supervisor_pod(const struct k8s_settings *s, const json_t *re
 			 meta(s, record, "-supervisor", "supervisor", owner), "spec", spec);
 }
 
-static json_t *proxy_env(const struct k8s_settings *s, const json_t *record)
+static json_t *proxy_env(const json_t *record, const char *supervisor_ip)
 {
-	char svc[96], url[512];
-	oname(record, "-supervisor", svc, sizeof svc);
-	snprintf(url, sizeof url, "http://%s.%s.svc:%d", svc, s->namespace, K8S_PROXY_PORT);
+	char url[128];
+	snprintf(url, sizeof url, "http://%s:%d", supervisor_ip, K8S_PROXY_PORT);
 	json_t *env = json_pack("[o, o, o, o, o]", env_var("HTTP_PROXY", url),
 				env_var("HTTPS_PROXY", url), env_var("http_proxy", url),
 				env_var("https_proxy", url),
@@ -322,25 +360,26 @@ static json_t *install_container(const struct k8s_settings *s, const json_t *rec
 }
 
 json_t *k8s_render_workload_pod(const struct k8s_settings *s, const json_t *record,
-				const json_t *owner)
+				const json_t *owner, const char *supervisor_ip)
 {
-	char svc[96], trust[96], addr[512];
-	oname(record, "-supervisor", svc, sizeof svc);
-	snprintf(addr, sizeof addr, "%s.%s.svc:%d", svc, s->namespace, K8S_CONTROL_PORT);
-	json_t *init = install_container(
-		s, record,
-		json_pack("[s, s, s]", "cp", "/usr/local/bin/openshell-sandbox",
-			  "/opt/openshell/bin/openshell-sandbox"),
-		restricted_ctx());
+	char trust[96], addr[128];
+	snprintf(addr, sizeof addr, "%s:%d", supervisor_ip, K8S_CONTROL_PORT);
+	json_t *init =
+		install_container(s, record,
+				  json_pack("[s, s, s]", "cp", "/usr/local/bin/openshell-sandbox",
+					    "/opt/openshell/bin/openshell-sandbox"),
+				  restricted_ctx());
 	json_t *agent = json_pack(
 		"{s:s, s:s, s:s, s:[s, s, s, s, s], s:o, s:o, s:[{s:s, s:s, s:b}, {s:s, s:s, s:b}, "
 		"{s:s, s:s}]}",
-		"name", "agent", "image", placement_str(record, "workload_image"), "imagePullPolicy",
-		s->pull_policy, "command", "/opt/openshell/bin/openshell-sandbox", "--supervisor",
-		addr, "--trust", "/etc/openshell/trust/supervisor.pub", "env", proxy_env(s, record),
+		"name", "agent", "image", placement_str(record, "workload_image"),
+		"imagePullPolicy", s->pull_policy, "command",
+		"/opt/openshell/bin/openshell-sandbox", "--supervisor", addr, "--trust",
+		"/etc/openshell/trust/sandbox.key", "env", proxy_env(record, supervisor_ip),
 		"securityContext", restricted_ctx(), "volumeMounts", "name", "openshell-bin",
 		"mountPath", "/opt/openshell/bin", "readOnly", 1, "name", "trust", "mountPath",
-		"/etc/openshell/trust", "readOnly", 1, "name", "workspace", "mountPath", "/sandbox");
+		"/etc/openshell/trust", "readOnly", 1, "name", "workspace", "mountPath",
+		"/sandbox");
 	if (!init || !agent) {
 		json_decref(init);
 		json_decref(agent);
@@ -360,9 +399,9 @@ json_t *k8s_render_workload_pod(const struct k8s_settings *s, const json_t *reco
 	if (!spec)
 		return NULL;
 	set_pod_common(s, spec, placement_str(record, "workload_runtime_class"));
-	json_t *pod = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod",
-				"metadata", meta(s, record, "-workload", "workload", owner), "spec",
-				spec);
+	json_t *pod =
+		json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata",
+			  meta(s, record, "-workload", "workload", owner), "spec", spec);
 	if (pod)
 		add_caller_labels(pod, record);
 	return pod;
@@ -375,7 +414,8 @@ json_t *k8s_render_combined_pod(const struct k8s_settings *s, const json_t *reco
 	const char *id = rec_str(record, "id");
 	json_t *env = json_pack("[o]", env_var("OPENSHELL_SANDBOX_ID", id));
 	if (env && s->gateway_endpoint)
-		json_array_append_new(env, env_var("OPENSHELL_GATEWAY_ENDPOINT", s->gateway_endpoint));
+		json_array_append_new(env,
+				      env_var("OPENSHELL_GATEWAY_ENDPOINT", s->gateway_endpoint));
 	append_caller_env(env, record);
 	json_t *init = install_container(
 		s, record,
@@ -384,17 +424,16 @@ json_t *k8s_render_combined_pod(const struct k8s_settings *s, const json_t *reco
 		json_pack("{s:I, s:b}", "runAsUser", (json_int_t)0, "allowPrivilegeEscalation", 0));
 	/* The in-pod boundary: the supervisor builds a netns + nftables fence. */
 	json_t *agent = json_pack(
-		"{s:s, s:s, s:s, s:[s, s, s, s, s, s, s, s, s], s:o, s:{s:I, s:b, s:{s:[s, s, s]}}, "
+		"{s:s, s:s, s:s, s:o, s:o, s:{s:I, s:b, s:{s:[s, s, s]}}, "
 		"s:[{s:s, s:s, s:b}, {s:s, s:s, s:b}, {s:s, s:s}]}",
-		"name", "agent", "image", placement_str(record, "workload_image"), "imagePullPolicy",
-		s->pull_policy, "command", "/opt/openshell/bin/openshell-supervisor", "--backend",
-		"inpod", "--sandbox-id", id, "--proxy-port", "3128", "--launcher",
-		"/opt/openshell/bin/openshell-sandbox", "env", env, "securityContext", "runAsUser",
-		(json_int_t)0, "runAsNonRoot", 0, "capabilities", "add", "NET_ADMIN", "SYS_ADMIN",
-		"SYS_PTRACE", "volumeMounts", "name", "openshell-bin", "mountPath",
-		"/opt/openshell/bin", "readOnly", 1, "name", "credentials", "mountPath",
-		"/etc/openshell/credentials", "readOnly", 1, "name", "workspace", "mountPath",
-		"/sandbox");
+		"name", "agent", "image", placement_str(record, "workload_image"),
+		"imagePullPolicy", s->pull_policy, "command",
+		supervisor_argv(s, record, "/opt/openshell/bin/openshell-supervisor", false), "env",
+		env, "securityContext", "runAsUser", (json_int_t)0, "runAsNonRoot", 0,
+		"capabilities", "add", "NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE", "volumeMounts",
+		"name", "openshell-bin", "mountPath", "/opt/openshell/bin", "readOnly", 1, "name",
+		"credentials", "mountPath", "/etc/openshell/credentials", "readOnly", 1, "name",
+		"workspace", "mountPath", "/sandbox");
 	if (!init || !agent) {
 		json_decref(init);
 		json_decref(agent);
@@ -412,8 +451,9 @@ json_t *k8s_render_combined_pod(const struct k8s_settings *s, const json_t *reco
 	set_pod_common(s, spec, placement_str(record, "workload_runtime_class"));
 	if (s->service_account)
 		json_object_set_new(spec, "serviceAccountName", json_string(s->service_account));
-	json_t *pod = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod",
-				"metadata", meta(s, record, "-sandbox", "sandbox", owner), "spec", spec);
+	json_t *pod =
+		json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata",
+			  meta(s, record, "-sandbox", "sandbox", owner), "spec", spec);
 	if (pod)
 		add_caller_labels(pod, record);
 	return pod;

@@ -15,10 +15,12 @@
 #include "error.h"
 
 #define K8S_ID_MAX 40
-#define K8S_PROXY_PORT 3128   /* supervisor's egress proxy */
+#define K8S_PROXY_PORT 3128 /* supervisor's egress proxy */
 #define K8S_CONTROL_PORT 7443 /* launcher <-> supervisor authenticated channel */
 #define K8S_SUPERVISOR_UID 65532
 #define K8S_SCHEDULING_GATE "openshell.ai/supervisor-ready"
+#define K8S_POLICY_MAX (512u * 1024) /* bytes of policy YAML (a Secret holds 1 MiB) */
+#define K8S_DEFAULT_POLICY "version: 1\n" /* no policy given: nothing is allowed out */
 
 /* Label keys every object carries. */
 #define K8S_L_MANAGED "app.kubernetes.io/managed-by"
@@ -57,8 +59,7 @@ int k8s_spec_validate(const struct k8s_settings *s, const json_t *request, json_
 		      os_error *err);
 
 /* "os-<id>" + suffix ("" for the anchor, "-fence", ...). */
-int k8s_object_name(const json_t *record, const char *suffix, char *out, size_t cap,
-		    os_error *err);
+int k8s_object_name(const json_t *record, const char *suffix, char *out, size_t cap, os_error *err);
 
 /* Labels of one object of the sandbox. */
 json_t *k8s_labels(const json_t *record, const char *component);
@@ -71,23 +72,25 @@ json_t *k8s_render_anchor(const struct k8s_settings *s, const json_t *record);
 json_t *k8s_render_fence(const struct k8s_settings *s, const json_t *record, const json_t *owner);
 json_t *k8s_render_supervisor_netpol(const struct k8s_settings *s, const json_t *record,
 				     const json_t *owner);
+/* The supervisor's Secret: the sandbox key and the policy it enforces. */
 json_t *k8s_render_supervisor_secret(const struct k8s_settings *s, const json_t *record,
-				     const json_t *owner, const char *priv_pem,
-				     const char *pub_pem);
+				     const json_t *owner, const char *key_hex);
+/* The workload's Secret: only the sandbox key its launcher proves itself with. */
 json_t *k8s_render_trust_secret(const struct k8s_settings *s, const json_t *record,
-				const json_t *owner, const char *pub_pem);
+				const json_t *owner, const char *key_hex);
 json_t *k8s_render_pvc(const struct k8s_settings *s, const json_t *record, const json_t *owner);
 json_t *k8s_render_supervisor_pod(const struct k8s_settings *s, const json_t *record,
 				  const json_t *owner);
-json_t *k8s_render_service(const struct k8s_settings *s, const json_t *record,
-			   const json_t *owner);
+json_t *k8s_render_service(const struct k8s_settings *s, const json_t *record, const json_t *owner);
+/* supervisor_ip: the Service's ClusterIP (the launcher has no resolver, and
+ * the fence allows no DNS unless the operator configured it). */
 json_t *k8s_render_workload_pod(const struct k8s_settings *s, const json_t *record,
-				const json_t *owner);
+				const json_t *owner, const char *supervisor_ip);
 json_t *k8s_render_combined_pod(const struct k8s_settings *s, const json_t *record,
 				const json_t *owner);
 
-/* Generates the per-sandbox Ed25519 key pair (PEM) the launcher uses to
- * verify its supervisor (k8s_keys.c). */
-int k8s_keypair_new(char **priv_pem, char **pub_pem, os_error *err);
+/* Generates the sandbox's pre-shared control-channel key (k8s_keys.c). */
+#define K8S_KEY_HEX_LEN 64
+int k8s_sandbox_key_new(char hex[K8S_KEY_HEX_LEN + 1], os_error *err);
 
 #endif

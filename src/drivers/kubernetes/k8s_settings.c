@@ -61,11 +61,11 @@ static int load_dns_peers(const struct config *cfg, struct k8s_settings *s, os_e
 	for (size_t i = 0; i < v->toml->u.array.len; i++) {
 		const struct toml_value *t = v->toml->u.array.items[i];
 		const struct toml_value *port = toml_table_get(t, "port");
-		json_t *peer = json_pack("{s:o, s:o, s:I}", "namespace_selector",
-					 toml_strmap_to_json(toml_table_get(t, "namespace_selector")),
-					 "pod_selector",
-					 toml_strmap_to_json(toml_table_get(t, "pod_selector")), "port",
-					 (json_int_t)(port ? port->u.integer : 53));
+		json_t *peer = json_pack(
+			"{s:o, s:o, s:I}", "namespace_selector",
+			toml_strmap_to_json(toml_table_get(t, "namespace_selector")),
+			"pod_selector", toml_strmap_to_json(toml_table_get(t, "pod_selector")),
+			"port", (json_int_t)(port ? port->u.integer : 53));
 		if (!peer || json_array_append_new(s->dns_peers, peer) < 0)
 			return os_error_set(err, ENOMEM, "dns_peers: out of memory");
 	}
@@ -86,9 +86,8 @@ static void read_strings(const struct config *cfg, struct k8s_settings *s)
 	s->supervisor_class = config_get_string(cfg, SECTION, "supervisor_runtime_class_name");
 	s->service_account = config_get_string(cfg, SECTION, "service_account_name");
 	s->gateway_endpoint = config_get_string(cfg, SECTION, "gateway_endpoint");
-	s->endpoint_only =
-		strcmp(config_get_string(cfg, SECTION, "split_binary_identity"), "endpoint-only") ==
-		0;
+	s->endpoint_only = strcmp(config_get_string(cfg, SECTION, "split_binary_identity"),
+				  "endpoint-only") == 0;
 	s->storage_size = config_get_string(cfg, SECTION, "workspace_storage_size");
 	s->storage_class = config_get_string(cfg, SECTION, "workspace_storage_class");
 	s->uid = config_get_int(cfg, SECTION, "sandbox_uid");
@@ -120,7 +119,8 @@ int k8s_settings_load(const struct config *cfg, struct k8s_settings *s, os_error
 			return -1;
 	if (s->storage_class && !s->storage_size)
 		return os_error_set(err, EINVAL,
-				    SECTION ".workspace_storage_class needs workspace_storage_size");
+				    SECTION
+				    ".workspace_storage_class needs workspace_storage_size");
 	return load_dns_peers(cfg, s, err);
 }
 

@@ -72,8 +72,7 @@ static int check_env(const json_t *env, os_error *err)
 	json_t *v;
 	if (!json_is_object(env))
 		return os_error_set(err, EINVAL, "spec.env: expected an object of strings");
-	json_object_foreach((json_t *)env, k, v)
-	{
+	json_object_foreach ((json_t *)env, k, v) {
 		bool ok = *k && !(k[0] >= '0' && k[0] <= '9') && strlen(k) <= 256;
 		for (const char *p = k; ok && *p; p++)
 			ok = is_alnum(*p) || *p == '_';
@@ -101,8 +100,7 @@ static int check_labels(const json_t *labels, os_error *err)
 	json_t *v;
 	if (!json_is_object(labels))
 		return os_error_set(err, EINVAL, "spec.labels: expected an object of strings");
-	json_object_foreach((json_t *)labels, k, v)
-	{
+	json_object_foreach ((json_t *)labels, k, v) {
 		if (!label_key_ok(k) || !json_is_string(v) ||
 		    !label_value_ok(json_string_value(v), 63))
 			return os_error_set(err, EINVAL,
@@ -125,7 +123,7 @@ static bool quantity_ok(const char *q)
 			digits++;
 	if (!digits)
 		return false;
-	static const char *const suffixes[] = { "",  "m",  "k",  "M",  "G",  "T", "P",
+	static const char *const suffixes[] = { "",  "m",  "k",	 "M",  "G",  "T",  "P",
 						"E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei" };
 	for (size_t s = 0; s < ARRAY_SIZE(suffixes); s++)
 		if (strcmp(q + i, suffixes[s]) == 0)
@@ -142,13 +140,30 @@ static int check_resources(const json_t *res, os_error *err)
 		return os_error_set(err, EINVAL, "spec.resources: expected an object");
 	if (json_check_keys(res, keys, "spec.resources", err) < 0)
 		return -1;
-	json_object_foreach((json_t *)res, k, v)
-	{
+	json_object_foreach ((json_t *)res, k, v) {
 		if (!json_is_string(v) || !quantity_ok(json_string_value(v)))
 			return os_error_set(err, EINVAL,
 					    "spec.resources.%s: expected a quantity such as "
 					    "\"500m\" or \"1Gi\"",
 					    k);
+	}
+	return 0;
+}
+
+/* The agent's argv: what the supervisor starts once the boundary holds. */
+static int check_command(const json_t *cmd, os_error *err)
+{
+	size_t i;
+	json_t *a;
+	if (!json_is_array(cmd) || json_array_size(cmd) == 0 || json_array_size(cmd) > 256)
+		return os_error_set(err, EINVAL, "spec.command: expected 1-256 strings");
+	json_array_foreach (cmd, i, a) {
+		const char *v = json_string_value(a);
+		if (!v || strlen(v) > 4096 || (i == 0 && !*v))
+			return os_error_set(err, EINVAL,
+					    "spec.command[%zu]: expected a string of at most 4096 "
+					    "bytes (the first one not empty)",
+					    i);
 	}
 	return 0;
 }
@@ -191,14 +206,14 @@ static int resolve_class(const struct k8s_settings *s, const json_t *spec, const
 
 static int check_spec_keys(const json_t *spec, os_error *err)
 {
-	static const char *const allowed[] = { "image", "runtime_class_name", "env", "labels",
-					       "resources", NULL };
+	static const char *const allowed[] = {
+		"image", "runtime_class_name", "command", "env", "labels", "resources", NULL,
+	};
 	const char *k;
 	json_t *v;
 	if (!json_is_object(spec))
 		return os_error_set(err, EINVAL, "spec: expected an object");
-	json_object_foreach((json_t *)spec, k, v)
-	{
+	json_object_foreach ((json_t *)spec, k, v) {
 		if (strstr(k, "supervisor"))
 			return os_error_set(err, EINVAL,
 					    "spec.%s: the supervisor's placement is the operator's "
@@ -213,7 +228,8 @@ static int check_spec(const struct k8s_settings *s, const json_t *spec, os_error
 {
 	const char *image = NULL;
 	const json_t *v;
-	if (check_spec_keys(spec, err) < 0 || json_get_string(spec, "image", false, &image, err) < 0)
+	if (check_spec_keys(spec, err) < 0 ||
+	    json_get_string(spec, "image", false, &image, err) < 0)
 		return -1;
 	if (image && (!*image || strlen(image) > 512 || strpbrk(image, " \t\r\n")))
 		return os_error_set(err, EINVAL, "spec.image: '%s' is not an image reference",
@@ -222,6 +238,8 @@ static int check_spec(const struct k8s_settings *s, const json_t *spec, os_error
 		return os_error_set(err, EINVAL,
 				    "spec.image: required (drivers.kubernetes.default_image is "
 				    "unset)");
+	if ((v = json_object_get(spec, "command")) && check_command(v, err) < 0)
+		return -1;
 	if ((v = json_object_get(spec, "env")) && check_env(v, err) < 0)
 		return -1;
 	if ((v = json_object_get(spec, "labels")) && check_labels(v, err) < 0)
@@ -233,13 +251,20 @@ static int check_spec(const struct k8s_settings *s, const json_t *spec, os_error
 
 static int check_policy(const struct k8s_settings *s, const json_t *policy, os_error *err)
 {
-	static const char *const keys[] = { "restricts_binaries", NULL };
+	static const char *const keys[] = { "restricts_binaries", "yaml", NULL };
 	bool restricts = false;
+	const char *yaml = NULL;
 	if (!policy)
 		return 0;
 	if (!json_is_object(policy) || json_check_keys(policy, keys, "policy", err) < 0 ||
-	    json_get_bool(policy, "restricts_binaries", false, &restricts, err) < 0)
-		return os_error_set(err, EINVAL, "policy: expected {\"restricts_binaries\": bool}");
+	    json_get_bool(policy, "restricts_binaries", false, &restricts, err) < 0 ||
+	    json_get_string(policy, "yaml", false, &yaml, err) < 0)
+		return os_error_set(err, EINVAL,
+				    "policy: expected {\"restricts_binaries\": bool, \"yaml\": "
+				    "string}");
+	if (yaml && strlen(yaml) > K8S_POLICY_MAX)
+		return os_error_set(err, EINVAL, "policy.yaml: larger than %u bytes",
+				    K8S_POLICY_MAX);
 	if (restricts && s->topology == K8S_TOPOLOGY_DEDICATED && !s->endpoint_only)
 		return os_error_set(err, EINVAL,
 				    "policy restricts 'binaries', which the dedicated-supervisor "
@@ -255,10 +280,10 @@ static json_t *placement(const struct k8s_settings *s, const json_t *spec, const
 	bool dedicated = s->topology == K8S_TOPOLOGY_DEDICATED;
 	return json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:b}", "namespace", s->namespace,
 			 "topology", k8s_topology_name(s->topology), "workload_image",
-			 image ? image : s->default_image, "supervisor_image",
-			 s->supervisor_image, "workload_runtime_class", wclass,
-			 "supervisor_runtime_class", dedicated ? s->supervisor_class : NULL,
-			 "endpoint_only_identity", dedicated && s->endpoint_only);
+			 image ? image : s->default_image, "supervisor_image", s->supervisor_image,
+			 "workload_runtime_class", wclass, "supervisor_runtime_class",
+			 dedicated ? s->supervisor_class : NULL, "endpoint_only_identity",
+			 dedicated && s->endpoint_only);
 }
 
 int k8s_spec_validate(const struct k8s_settings *s, const json_t *request, json_t **record,
@@ -293,5 +318,8 @@ int k8s_spec_validate(const struct k8s_settings *s, const json_t *request, json_
 			    "conditions");
 	if (!*record)
 		return os_error_set(err, ENOMEM, "record: out of memory");
+	json_t *policy = json_object_get(request, "policy");
+	if (policy)
+		json_object_set(*record, "policy", policy);
 	return 0;
 }

@@ -31,7 +31,8 @@ int k8s_state_read(const char *dir, const char *id, json_t **record, os_error *e
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	if (!f) {
 		if (errno == ENOENT)
-			return os_error_set(err, ENOENT, "no sandbox '%s' (no record in %s)", id, dir);
+			return os_error_set(err, ENOENT, "no sandbox '%s' (no record in %s)", id,
+					    dir);
 		return os_error_errno(err, "opening %s", path);
 	}
 	_cleanup_free_ char *buf = malloc(RECORD_MAX + 1);

@@ -96,14 +96,15 @@ static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-int k8s_watch(struct k8s_client *c, const char *collection, char *resource_version,
-	      size_t rv_cap, long timeout_s, k8s_watch_fn fn, void *ctx, os_error *err)
+int k8s_watch(struct k8s_client *c, const char *collection, char *resource_version, size_t rv_cap,
+	      long timeout_s, k8s_watch_fn fn, void *ctx, os_error *err)
 {
 	_cleanup_free_ char *path = NULL;
 	char rv_q[256];
 	struct curl_slist *hdrs = NULL;
-	struct watch_state w = { .rv = resource_version, .rv_cap = rv_cap, .fn = fn, .ctx = ctx,
-				 .err = err };
+	struct watch_state w = {
+		.rv = resource_version, .rv_cap = rv_cap, .fn = fn, .ctx = ctx, .err = err
+	};
 	if (k8s_query_escape(resource_version, rv_q, sizeof rv_q, err) < 0 ||
 	    asprintf(&path, "%s%cwatch=1&allowWatchBookmarks=true&timeoutSeconds=%ld%s%s",
 		     collection, strchr(collection, '?') ? '&' : '?', timeout_s,

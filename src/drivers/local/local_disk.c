@@ -22,8 +22,7 @@
 #define LOG_SCAN_MAX (256u * 1024)
 #define AUDIT_SCAN_MAX (16u * 1024 * 1024)
 
-int local_path(const char *state_dir, const char *id, const char *name, char *out,
-	       os_error *err)
+int local_path(const char *state_dir, const char *id, const char *name, char *out, os_error *err)
 {
 	if (name)
 		return str_format(out, LOCAL_PATH_MAX, err, "%s/sandboxes/%s/%s", state_dir, id,
@@ -113,8 +112,8 @@ bool local_log_running(const char *log_path, const char *id, uint64_t mark, char
 	_cleanup_free_ char *b = read_range(log_path, mark, LOG_SCAN_MAX, &len);
 	char needle[128];
 	*last = NULL;
-	if (!b || str_format(needle, sizeof(needle), NULL, "openshell-supervisor: sandbox %s running",
-			     id) < 0)
+	if (!b || str_format(needle, sizeof(needle), NULL,
+			     "openshell-supervisor: sandbox %s running", id) < 0)
 		return false;
 	const char *tag = "openshell-supervisor: ";
 	for (char *p = b; (p = strstr(p, tag)) != NULL; p++) {
@@ -139,7 +138,8 @@ int64_t local_audit_policy(const char *audit_path, json_t **last)
 			*nl = '\0';
 		if (strstr(line, "\"policy\"")) {
 			json_t *j = json_loads(line, 0, NULL);
-			if (j && !strcmp(json_string_value(json_object_get(j, "event")) ?: "", "policy")) {
+			if (j && !strcmp(json_string_value(json_object_get(j, "event")) ?: "",
+					 "policy")) {
 				n++;
 				if (*last)
 					json_decref(*last);
@@ -152,20 +152,21 @@ int64_t local_audit_policy(const char *audit_path, json_t **last)
 	return n;
 }
 
-/* Runs `supervisor --help` and reads its usage text (stdout or stderr). */
-void local_probe_caps(const char *supervisor, struct local_caps *caps)
+/* Runs `supervisor FLAG x`: one that does not know FLAG says "unknown
+ * option"; one that does fails later for the missing required flags. The
+ * usage text is not trusted: it lags behind the flags. */
+static bool knows_flag(const char *supervisor, const char *flag)
 {
-	memset(caps, 0, sizeof(*caps));
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
-		return;
+		return false;
 	pid_t pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDONLY);
 		dup2(null, 0);
 		dup2(p[1], 1);
 		dup2(p[1], 2);
-		execl(supervisor, supervisor, "--help", (char *)NULL);
+		execl(supervisor, supervisor, flag, "x", (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -176,12 +177,15 @@ void local_probe_caps(const char *supervisor, struct local_caps *caps)
 	close(p[0]);
 	if (pid > 0)
 		waitpid(pid, NULL, 0);
-	if (!out)
-		return;
-	caps->policy = strstr(out, "--policy") != NULL;
-	caps->credentials = strstr(out, "--credentials") != NULL;
-	caps->inference = strstr(out, "--inference") != NULL;
-	caps->workdir = strstr(out, "--workdir") != NULL;
-	caps->env = strstr(out, "--env") != NULL;
-	caps->gateway = strstr(out, "--gateway") != NULL;
+	return out && !strstr(out, "unknown option");
+}
+
+void local_probe_caps(const char *supervisor, struct local_caps *caps)
+{
+	caps->policy = knows_flag(supervisor, "--policy");
+	caps->credentials = knows_flag(supervisor, "--credentials");
+	caps->inference = knows_flag(supervisor, "--inference");
+	caps->workdir = knows_flag(supervisor, "--workdir");
+	caps->env = knows_flag(supervisor, "--env");
+	caps->gateway = knows_flag(supervisor, "--gateway");
 }

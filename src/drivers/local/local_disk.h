@@ -13,8 +13,7 @@
 #define LOCAL_PATH_MAX 4096
 
 /* STATE/sandboxes/ID[/name] into out. */
-int local_path(const char *state_dir, const char *id, const char *name, char *out,
-	       os_error *err);
+int local_path(const char *state_dir, const char *id, const char *name, char *out, os_error *err);
 /* Creates STATE/sandboxes/ID/workspace (0700 for the sandbox dir). */
 int local_dirs_create(const char *state_dir, const char *id, os_error *err);
 /* rm -rf of STATE/sandboxes/ID; absent is fine. */

@@ -49,7 +49,8 @@ static int local_validate(struct driver *d, const json_t *req, json_t **record, 
 		return err->code = EINVAL, -1;
 	const char *id = json_string_value(json_object_get(req, "id"));
 	const char *name = json_string_value(json_object_get(req, "name"));
-	if (!id || !*id || strlen(id) > 40 || strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(id))
+	if (!id || !*id || strlen(id) > 40 ||
+	    strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(id))
 		return os_error_set(err, EINVAL, "id: expected 1..40 of [a-z0-9-]");
 	if (!name)
 		return os_error_set(err, EINVAL, "name: required");
@@ -98,8 +99,7 @@ static int add_env(struct local_driver *ld, const json_t *spec, bool before, con
 		return 0;
 	if (!before && add_arg(argv, n, "/usr/bin/env", err) < 0)
 		return -1;
-	json_object_foreach((json_t *)env, k, v)
-	{
+	json_object_foreach ((json_t *)env, k, v) {
 		json_t *kv = json_sprintf("%s=%s", k, json_string_value(v));
 		if (!kv || json_array_append_new(strs, kv) < 0)
 			return os_error_set(err, ENOMEM, "env");
@@ -148,8 +148,7 @@ static int spawn(struct local_driver *ld, json_t *record, os_error *err)
 	    add_env(ld, spec, true, argv, &n, strs, err) < 0 || add_arg(argv, &n, "--", err) < 0 ||
 	    add_env(ld, spec, false, argv, &n, strs, err) < 0)
 		return -1;
-	json_array_foreach(json_object_get(spec, "command"), i, a)
-	{
+	json_array_foreach (json_object_get(spec, "command"), i, a) {
 		if (add_arg(argv, &n, json_string_value(a), err) < 0)
 			return -1;
 	}
@@ -230,7 +229,8 @@ static int local_delete(struct driver *d, json_t *record, os_error *err)
 	if (is_alive(ld, id)) {
 		if (local_stop(d, record, err) < 0)
 			return -1;
-		return os_error_set(err, EAGAIN, "sandbox %s: waiting for the supervisor to exit", id);
+		return os_error_set(err, EAGAIN, "sandbox %s: waiting for the supervisor to exit",
+				    id);
 	}
 	if (local_dirs_remove(ld->state_dir, id, err) < 0)
 		return -1;
@@ -239,7 +239,7 @@ static int local_delete(struct driver *d, json_t *record, os_error *err)
 }
 
 static void dead_phase(struct local_driver *ld, const char *id, const char *dir, json_t *st,
-		       const char *last)
+		       const char *last, bool ran)
 {
 	int code = 0;
 	bool have = local_proc_exit_code(dir, &code) == 1;
@@ -254,6 +254,8 @@ static void dead_phase(struct local_driver *ld, const char *id, const char *dir,
 		snprintf(msg, sizeof(msg),
 			 "lost: the supervisor is gone and left no exit status (host reboot or "
 			 "killed monitor)");
+	else if (ran)
+		snprintf(msg, sizeof(msg), "the agent exited with code %d", code);
 	else
 		snprintf(msg, sizeof(msg), "supervisor exited with code %d%s%s", code,
 			 last ? ": " : "", last ? last : "");
@@ -269,9 +271,9 @@ static int local_status(struct driver *d, json_t *record, json_t **out, os_error
 	    local_path(ld->state_dir, id, "supervisor.log", log, err) < 0 ||
 	    local_path(ld->state_dir, id, "audit.log", audit, err) < 0)
 		return -1;
-	json_t *st = json_pack("{s:s, s:O*, s:O*}", "id", id, "name",
-			       json_object_get(record, "name"), "placement",
-			       json_object_get(record, "placement"));
+	json_t *st =
+		json_pack("{s:s, s:O*, s:O*}", "id", id, "name", json_object_get(record, "name"),
+			  "placement", json_object_get(record, "placement"));
 	if (!st)
 		return os_error_set(err, ENOMEM, "status");
 	struct local_pid pid;
@@ -286,7 +288,7 @@ static int local_status(struct driver *d, json_t *record, json_t **out, os_error
 			set_phase(st, running ? "Running" : "Provisioning",
 				  running ? "" : "supervisor setting up the boundary");
 		else
-			dead_phase(ld, id, dir, st, last);
+			dead_phase(ld, id, dir, st, last, running);
 	}
 	json_t *plast = NULL;
 	json_object_set_new(st, "policy_events", json_integer(local_audit_policy(audit, &plast)));
@@ -354,12 +356,14 @@ static int local_configure(struct driver *d, json_t *record, const struct driver
 	const char *id = rec_id(record);
 	if (local_dirs_create(ld->state_dir, id, err) < 0)
 		return -1;
-	if ((m->policy_yaml && local_file_put(ld->state_dir, id, "policy.yaml", m->policy_yaml, err) < 0) ||
+	if ((m->policy_yaml &&
+	     local_file_put(ld->state_dir, id, "policy.yaml", m->policy_yaml, err) < 0) ||
 	    (m->credentials_json &&
 	     local_file_put(ld->state_dir, id, "credentials.json", m->credentials_json, err) < 0) ||
 	    (m->inference_json &&
 	     local_file_put(ld->state_dir, id, "inference.json", m->inference_json, err) < 0) ||
-	    (m->sandbox_token && local_file_put(ld->state_dir, id, "token", m->sandbox_token, err) < 0))
+	    (m->sandbox_token &&
+	     local_file_put(ld->state_dir, id, "token", m->sandbox_token, err) < 0))
 		return -1;
 	if (!m->policy_yaml && !m->credentials_json && !m->inference_json)
 		return 0;

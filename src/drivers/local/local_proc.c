@@ -37,14 +37,14 @@ uint64_t local_proc_start_time(pid_t pid)
 		return 0;
 	/* Fields after the comm: state is 3, start time is 22. */
 	int field = 2;
-	for (p++; *p && field < 21; p++)
+	for (p++; *p && field < 22; p++)
 		if (*p == ' ')
 			field++;
 	char *end = p;
 	while (*end >= '0' && *end <= '9')
 		end++;
 	uint64_t v = 0;
-	if (field != 21 || parse_u64(p, (size_t)(end - p), 1, UINT64_MAX, &v, NULL) < 0)
+	if (field != 22 || parse_u64(p, (size_t)(end - p), 1, UINT64_MAX, &v, NULL) < 0)
 		return 0;
 	/* A zombie has exited: it is not running any more. */
 	char *state = strrchr(buf, ')') + 2;

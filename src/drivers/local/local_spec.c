@@ -16,8 +16,8 @@
 static int check_env_name(const char *k, os_error *err)
 {
 	static const char *const reserved[] = { "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
-						"ALL_PROXY", "http_proxy", "https_proxy",
-						"no_proxy", "all_proxy" };
+						"ALL_PROXY",  "http_proxy",  "https_proxy",
+						"no_proxy",   "all_proxy" };
 	if (!*k || strlen(k) > 128)
 		return os_error_set(err, EINVAL, "spec.env: name must be 1..128 characters");
 	for (const char *p = k; *p; p++)
@@ -47,8 +47,7 @@ static int check_string_map(const json_t *m, const char *what, bool env, os_erro
 		return os_error_set(err, EINVAL, "spec.%s: more than %d entries", what, ENV_MAX);
 	const char *k;
 	json_t *v;
-	json_object_foreach((json_t *)m, k, v)
-	{
+	json_object_foreach ((json_t *)m, k, v) {
 		if (!json_is_string(v) || json_string_length(v) > VALUE_MAX ||
 		    strlen(json_string_value(v)) != json_string_length(v))
 			return os_error_set(err, EINVAL,
@@ -69,13 +68,12 @@ static int check_string_map(const json_t *m, const char *what, bool env, os_erro
 static int check_command(const json_t *c, os_error *err)
 {
 	if (!json_is_array(c) || json_array_size(c) == 0 || json_array_size(c) > ARGV_MAX)
-		return os_error_set(err, EINVAL,
-				    "spec.command: expected a non-empty array of at most %d strings",
-				    ARGV_MAX);
+		return os_error_set(
+			err, EINVAL,
+			"spec.command: expected a non-empty array of at most %d strings", ARGV_MAX);
 	size_t i;
 	json_t *a;
-	json_array_foreach(c, i, a)
-	{
+	json_array_foreach (c, i, a) {
 		if (!json_is_string(a) || json_string_length(a) > VALUE_MAX ||
 		    strlen(json_string_value(a)) != json_string_length(a))
 			return os_error_set(err, EINVAL,

@@ -252,6 +252,11 @@ void conn_step(struct conn *c)
 static void on_conn_io(struct loop *l, struct loop_io *w, int fd, unsigned events, void *data)
 {
 	struct conn *c = data;
+	if (fd == c->upstream.fd && c->state == ST_HEAD && (events & (LOOP_ERR | LOOP_HUP))) {
+		upstream_drop(c); /* an idle kept-alive upstream went away */
+		conn_step(c);
+		return;
+	}
 	if ((events & (LOOP_ERR)) && c->state != ST_CONNECTING) {
 		conn_close(c);
 		return;

@@ -80,6 +80,9 @@ struct conn {
 	char up_host[256];
 	uint16_t up_port;
 	bool up_tls;
+	/* MODE_HTTP: the kept-alive upstream and what it is connected to */
+	char conn_host[256];
+	uint16_t conn_port;
 	/* current exchange */
 	bool req_is_head, client_close, upstream_close, resp_head_done;
 	struct body req_body, resp_body;
@@ -110,6 +113,9 @@ void request_head_step(struct conn *c);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);
+void upstream_drop(struct conn *c);
+/* MODE_HTTP: closes an idle upstream that hung up or spoke out of turn. */
+void upstream_check_idle(struct conn *c);
 void upstream_connect_step(struct conn *c);
 void tls_accept_step(struct conn *c);
 void tls_connect_step(struct conn *c);

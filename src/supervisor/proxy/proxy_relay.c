@@ -175,17 +175,15 @@ static int response_head(struct conn *c, os_error *err)
 
 static void exchange_done(struct conn *c)
 {
-	if (c->client_close || c->upstream_close) {
+	bool own_upstream = c->mode == MODE_HTTP || c->inference;
+	if (c->client_close || (c->upstream_close && !own_upstream)) {
 		c->state = ST_CLOSING;
 		return;
 	}
-	if (c->mode == MODE_HTTP || c->inference) {
-		stream_close(&c->upstream);
-		if (c->uio) {
-			loop_io_remove(c->uio);
-			c->uio = NULL;
-		}
-	}
+	/* Inference backends get a fresh connection per request; plain HTTP
+	 * keeps its upstream alive unless the upstream said close. */
+	if (c->inference || c->upstream_close)
+		upstream_drop(c);
 	c->state = ST_HEAD;
 }
 

@@ -304,11 +304,11 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	c->resp_head_done = false;
 	c->resp_body.state = BODY_DONE;
 	http_parser_reset(&c->rparser);
-	if (c->mode == MODE_MITM) {
+	if (c->mode == MODE_MITM || (c->mode == MODE_HTTP && c->upstream.fd >= 0)) {
 		c->state = ST_FORWARD;
 		return;
 	}
-	upstream_start(c); /* MODE_HTTP: a fresh upstream per request */
+	upstream_start(c);
 }
 
 static void handle_http(struct conn *c, const struct http_request *req, size_t consumed)
@@ -328,14 +328,13 @@ static void handle_http(struct conn *c, const struct http_request *req, size_t c
 			    "host_mismatch");
 		return;
 	}
-	stream_close(&c->upstream);
-	if (c->uio) {
-		loop_io_remove(c->uio);
-		c->uio = NULL;
-	}
 	c->mode = MODE_HTTP;
 	if (!take_authority(c, &req->authority) || !judge_connect(c))
 		return;
+	/* Keep-alive upstream: reused only for the same host:port (each request
+	 * is still judged above); anything else gets a fresh, checked connection. */
+	if (c->upstream.fd >= 0 && (strcmp(c->conn_host, c->host) != 0 || c->conn_port != c->port))
+		upstream_drop(c);
 	handle_exchange(c, req, consumed);
 }
 
@@ -380,6 +379,8 @@ static int status_for(enum http_error e)
 
 void request_head_step(struct conn *c)
 {
+	if (c->mode == MODE_HTTP)
+		upstream_check_idle(c);
 	while (read_client(c) && !c->dead)
 		;
 	if (c->dead || c->cin.len == 0)

@@ -56,6 +56,27 @@ static void on_resolved(void *data, int status, const struct ip_addr *addrs, siz
 	conn_step(c);
 }
 
+void upstream_drop(struct conn *c)
+{
+	stream_close(&c->upstream);
+	if (c->uio) {
+		loop_io_remove(c->uio);
+		c->uio = NULL;
+	}
+	c->conn_host[0] = '\0';
+	c->conn_port = 0;
+}
+
+void upstream_check_idle(struct conn *c)
+{
+	if (c->upstream.fd < 0 || c->upstream.ssl)
+		return;
+	char b;
+	ssize_t n = recv(c->upstream.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0 || n > 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		upstream_drop(c);
+}
+
 void upstream_start(struct conn *c)
 {
 	const struct proxy_config *cfg = proxy_cfg(c->proxy);
@@ -178,6 +199,8 @@ void upstream_connect_step(struct conn *c)
 		c->state = ST_TLS_ACCEPT;
 		break;
 	case MODE_HTTP:
+		snprintf(c->conn_host, sizeof c->conn_host, "%s", c->host);
+		c->conn_port = c->port;
 		c->state = ST_FORWARD;
 		break;
 	default:

@@ -1,0 +1,53 @@
+/* cli.h - shared pieces of the `openshell` commands: the global options,
+ * calling the API with errors printed the one way, tables and -o json. Only
+ * the commands print; nothing here exits the process. */
+#ifndef OS_CLI_H
+#define OS_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "client.h"
+
+/* Exit codes. */
+#define CLI_OK 0
+#define CLI_FAIL 1
+#define CLI_USAGE 2
+#define CLI_TIMEOUT 124
+
+struct cli {
+	struct client client;
+	bool json; /* -o json */
+	const char *gateway; /* --gateway */
+};
+
+/* Calls the API after making sure a gateway runs. Returns the body on a
+ * 2xx status; otherwise prints "openshell: MESSAGE" and returns NULL with
+ * *status set (0 when the gateway could not be reached). */
+json_t *cli_api(struct cli *cli, const char *method, const char *path, const json_t *body,
+		long *status);
+
+/* Prints an error line and returns CLI_FAIL / CLI_USAGE. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints rows (array of objects) as a table with the given columns, or as
+ * JSON under key when -o json. */
+void cli_table(struct cli *cli, const json_t *rows, const char *const cols[], const char *key);
+/* Prints one object as "key: value" lines, or JSON. */
+void cli_object(struct cli *cli, const json_t *obj);
+
+/* Reads a whole file (policy YAML) into a malloc'd string; prints on error. */
+char *cli_read_file(const char *path);
+
+/* Escapes a path segment (names are validated server-side; this only stops '/'
+ * and '?' from changing the route). */
+int cli_segment(char *out, size_t cap, const char *name);
+
+int cmd_sandbox(struct cli *cli, int argc, char **argv);
+int cmd_policy(struct cli *cli, int argc, char **argv);
+int cmd_provider(struct cli *cli, int argc, char **argv);
+int cmd_inference(struct cli *cli, int argc, char **argv);
+int cmd_gateway(struct cli *cli, int argc, char **argv);
+
+#endif

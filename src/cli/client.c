@@ -1,0 +1,254 @@
+/* client.c - HTTP to the gateway through libcurl (TCP or Unix socket; see
+ * client.h). Response bodies are capped; a gateway that is down is reported
+ * with what to do, not with a curl error number. */
+#include "client.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cleanup.h"
+#include "fdutil.h"
+#include "json.h"
+#include "parse.h"
+
+#define RESP_MAX (16u << 20)
+
+static int default_state_dir(char *out, size_t cap, os_error *err)
+{
+	const char *sd = getenv("OPENSHELL_GATEWAY_STATE_DIR");
+	const char *home = getenv("HOME");
+	if (sd && *sd)
+		return str_copy(out, cap, sd, err);
+	if (geteuid() == 0 || !home)
+		return str_copy(out, cap, "/var/lib/openshell", err);
+	return str_format(out, cap, err, "%s/.local/state/openshell", home);
+}
+
+static void read_token(struct client *c)
+{
+	const char *t = getenv("OPENSHELL_TOKEN");
+	char path[PATH_MAX + 32];
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	if (t && *t) {
+		str_copy(c->token, sizeof(c->token), t, NULL);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/admin.token", c->state_dir);
+	if (file_read_all(path, sizeof(c->token) - 1, &data, &len, NULL) < 0)
+		return;
+	while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+		data[--len] = '\0';
+	memcpy(c->token, data, len + 1);
+}
+
+int client_init(struct client *c, const char *gateway, os_error *err)
+{
+	memset(c, 0, sizeof(*c));
+	if (!gateway)
+		gateway = getenv("OPENSHELL_GATEWAY");
+	if (default_state_dir(c->state_dir, sizeof(c->state_dir), err) < 0)
+		return -1;
+	if (gateway && *gateway) {
+		c->explicit_gateway = true;
+		if (!str_has_prefix(gateway, "http://") && !str_has_prefix(gateway, "unix:"))
+			return os_error_set(
+				err, EINVAL,
+				"gateway \"%s\": expected http://HOST:PORT or unix:/PATH", gateway);
+		if (str_copy(c->url, sizeof(c->url), gateway, err) < 0)
+			return -1;
+	} else {
+		const char *us = getenv("OPENSHELL_GATEWAY_UNIX_SOCKET");
+		if (us && *us)
+			snprintf(c->url, sizeof(c->url), "unix:%s", us);
+		else
+			snprintf(c->url, sizeof(c->url), "unix:%s/gateway.sock", c->state_dir);
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	read_token(c);
+	return 0;
+}
+
+struct sink {
+	struct buf b;
+	int fd;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *data)
+{
+	struct sink *s = data;
+	size_t len = size * n;
+	if (s->fd >= 0)
+		return fd_write_all(s->fd, p, len, NULL) < 0 ? 0 : len;
+	return buf_append(&s->b, p, len, NULL) < 0 ? 0 : len;
+}
+
+static int perform(struct client *c, const char *method, const char *path, const char *body,
+		   struct sink *sink, long *status, os_error *err)
+{
+	CURL *h = curl_easy_init();
+	char url[PATH_MAX + 2200], auth[300];
+	struct curl_slist *hdr = NULL;
+	if (!h)
+		return os_error_set(err, ENOMEM, "curl");
+	if (str_has_prefix(c->url, "unix:")) {
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->url + 5);
+		snprintf(url, sizeof(url), "http://localhost%s", path);
+	} else
+		snprintf(url, sizeof(url), "%s%s", c->url, path);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	if (c->token[0]) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", c->token);
+		hdr = curl_slist_append(hdr, auth);
+	}
+	if (body) {
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
+	CURLcode rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	if (rc == CURLE_COULDNT_CONNECT)
+		return os_error_set(err, ECONNREFUSED,
+				    "no gateway answers at %s: start one with `openshell gateway "
+				    "start` (or check OPENSHELL_GATEWAY)",
+				    c->url);
+	if (rc != CURLE_OK)
+		return os_error_set(err, EIO, "talking to the gateway at %s: %s", c->url,
+				    curl_easy_strerror(rc));
+	return 0;
+}
+
+int client_call(struct client *c, const char *method, const char *path, const json_t *body,
+		long *status, json_t **out, os_error *err)
+{
+	_cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	struct sink s = { .fd = -1 };
+	buf_init(&s.b, RESP_MAX);
+	*out = NULL;
+	int rc = perform(c, method, path, text, &s, status, err);
+	if (rc == 0 && s.b.len > 0)
+		*out = json_loadb(s.b.data, s.b.len, 0, NULL);
+	buf_free(&s.b);
+	return rc;
+}
+
+int client_stream(struct client *c, const char *path, int fd, os_error *err)
+{
+	struct sink s = { .fd = fd };
+	long status = 0;
+	buf_init(&s.b, 0);
+	if (perform(c, "GET", path, NULL, &s, &status, err) < 0)
+		return -1;
+	if (status != 200)
+		return os_error_set(err, EIO, "logs: the gateway answered %ld", status);
+	return 0;
+}
+
+int client_sibling(const char *build_rel, const char *name, char *out, size_t cap)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	if (str_format(out, cap, NULL, "%s/%s/%s", self, build_rel, name) == 0 &&
+	    access(out, X_OK) == 0)
+		return 0;
+	if (str_format(out, cap, NULL, "%s/%s", self, name) == 0 && access(out, X_OK) == 0)
+		return 0;
+	return -1;
+}
+
+static bool healthy(struct client *c)
+{
+	_cleanup_json_ json_t *out = NULL;
+	long status = 0;
+	return client_call(c, "GET", "/v1/health", NULL, &status, &out, NULL) == 0 && status == 200;
+}
+
+/* mkdir -p with mode for the last component (parents 0755). */
+static int mkdir_parents(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	if (strlen(path) >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, path, strlen(path) + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+int client_start_gateway(struct client *c, os_error *err)
+{
+	char bin[PATH_MAX], log[PATH_MAX + 32];
+	if (client_sibling("../gateway", "openshell-gateway", bin, sizeof(bin)) < 0)
+		return os_error_set(err, ENOENT, "openshell-gateway not found next to openshell");
+	if (mkdir_parents(c->state_dir, 0700) < 0)
+		return os_error_errno(err, "creating %s", c->state_dir);
+	snprintf(log, sizeof(log), "%s/gateway.log", c->state_dir);
+	pid_t pid = fork();
+	if (pid < 0)
+		return os_error_errno(err, "fork");
+	if (pid == 0) {
+		/* Detached: a new session, so the CLI's terminal and signals never reach it. */
+		if (setsid() < 0 || fork() != 0)
+			_exit(0);
+		int null = open("/dev/null", O_RDONLY);
+		int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0600);
+		if (null < 0 || fd < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		fd_close_from(3, NULL, 0, NULL);
+		execl(bin, bin, "--state-dir", c->state_dir, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < 200; i++) {
+		if (healthy(c)) {
+			read_token(c);
+			c->started = true;
+			return 0;
+		}
+		nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
+	}
+	return os_error_set(err, ETIMEDOUT, "the gateway did not come up within 10 s: see %s", log);
+}
+
+int client_ensure(struct client *c, os_error *err)
+{
+	if (healthy(c))
+		return 0;
+	if (c->explicit_gateway)
+		return os_error_set(err, ECONNREFUSED,
+				    "no gateway answers at %s (set by OPENSHELL_GATEWAY/--gateway)",
+				    c->url);
+	fprintf(stderr, "openshell: no gateway running; starting a local one (state in %s)\n",
+		c->state_dir);
+	return client_start_gateway(c, err);
+}

@@ -1,0 +1,264 @@
+/* cmd_sandbox.c - `openshell sandbox create|list|get|delete|stop|start|logs`.
+ * create attaches to the agent's output unless --detach and exits with the
+ * agent's code; every wait shows a progress line and ends on Error with the
+ * gateway's reason. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "json.h"
+#include "parse.h"
+
+#define WAIT_S 120
+
+static const char *const list_cols[] = { "name", "phase", "id", "exit_code", "message", NULL };
+
+static void nap(void)
+{
+	nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000 * 1000 }, NULL);
+}
+
+static bool phase_in(const json_t *row, const char *const phases[])
+{
+	const char *p = json_string_value(json_object_get(row, "phase"));
+	for (size_t i = 0; p && phases[i]; i++)
+		if (!strcmp(p, phases[i]))
+			return true;
+	return false;
+}
+
+/* Polls the sandbox until its phase is one of phases (or gone, when gone_ok). */
+static json_t *wait_phase(struct cli *cli, const char *name, const char *const phases[],
+			  bool gone_ok)
+{
+	char path[512];
+	bool tty = isatty(STDERR_FILENO);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", name);
+	for (int i = 0; i < WAIT_S * 5; i++) {
+		json_t *row = NULL;
+		long status = 0;
+		os_error err = { 0 };
+		if (client_call(&cli->client, "GET", path, NULL, &status, &row, &err) < 0)
+			return cli_fail("%s", err.msg), NULL;
+		if (status == 404 && gone_ok) {
+			json_decref(row);
+			return json_object();
+		}
+		if (status != 200) {
+			cli_fail("%s", json_string_value(json_object_get(row, "message"))
+					       ?: "lookup failed");
+			json_decref(row);
+			return NULL;
+		}
+		if (phase_in(row, phases)) {
+			if (tty)
+				fprintf(stderr, "\r\033[K");
+			return row;
+		}
+		if (tty)
+			fprintf(stderr, "\r\033[Kwaiting for %s: %s", name,
+				json_string_value(json_object_get(row, "phase")));
+		json_decref(row);
+		nap();
+	}
+	cli_fail("timed out after %d s waiting for sandbox %s", WAIT_S, name);
+	return NULL;
+}
+
+static int add_kv(json_t *obj, const char *kv, const char *flag)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq || eq == kv)
+		return cli_usage("%s %s: expected KEY=VALUE", flag, kv);
+	_cleanup_free_ char *k = str_ndup(kv, (size_t)(eq - kv));
+	json_object_set_new(obj, k, json_string(eq + 1));
+	return 0;
+}
+
+/* Parses create's flags into the API body; *detach set by --detach. */
+static int create_body(int argc, char **argv, json_t *body, bool *detach)
+{
+	json_t *env = json_object(), *labels = json_object(), *provs = json_array();
+	json_object_set_new(body, "env", env);
+	json_object_set_new(body, "labels", labels);
+	json_object_set_new(body, "providers", provs);
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--")) {
+			json_t *cmd = json_array();
+			for (int j = i + 1; j < argc; j++)
+				json_array_append_new(cmd, json_string(argv[j]));
+			if (json_array_size(cmd) == 0)
+				return json_decref(cmd), cli_usage("no command after --");
+			json_object_set_new(body, "command", cmd);
+			break;
+		}
+		if (!strcmp(a, "--detach") || !strcmp(a, "-d")) {
+			*detach = true;
+			continue;
+		}
+		if (!v)
+			return cli_usage("%s: missing value", a);
+		i++;
+		if (!strcmp(a, "--name"))
+			json_object_set_new(body, "name", json_string(v));
+		else if (!strcmp(a, "--policy")) {
+			_cleanup_free_ char *y = cli_read_file(v);
+			if (!y)
+				return CLI_FAIL;
+			json_object_set_new(body, "policy", json_string(y));
+		} else if (!strcmp(a, "--provider"))
+			json_array_append_new(provs, json_string(v));
+		else if (!strcmp(a, "--env")) {
+			if (add_kv(env, v, a))
+				return CLI_USAGE;
+		} else if (!strcmp(a, "--label")) {
+			if (add_kv(labels, v, a))
+				return CLI_USAGE;
+		} else if (!strcmp(a, "--runtime-class"))
+			json_object_set_new(body, "runtime_class_name", json_string(v));
+		else
+			return cli_usage("sandbox create: unknown option %s", a);
+	}
+	return 0;
+}
+
+static int exit_of(const json_t *row)
+{
+	const json_t *ec = json_object_get(row, "exit_code");
+	if (json_is_integer(ec))
+		return (int)json_integer_value(ec);
+	return CLI_FAIL;
+}
+
+static int create(struct cli *cli, int argc, char **argv)
+{
+	static const char *const settled[] = { "Ready", "Error", "Stopped", NULL };
+	static const char *const over[] = { "Error", "Stopped", NULL };
+	_cleanup_json_ json_t *body = json_object(), *made = NULL, *row = NULL, *end = NULL;
+	bool detach = false;
+	long status = 0;
+	int rc = create_body(argc, argv, body, &detach);
+	if (rc)
+		return rc;
+	if (!(made = cli_api(cli, "POST", "/v1/sandboxes", body, &status)))
+		return CLI_FAIL;
+	const char *name = json_string_value(json_object_get(made, "name"));
+	if (!(row = wait_phase(cli, name, settled, false)))
+		return CLI_FAIL;
+	char path[512];
+	os_error err = { 0 };
+	if (!detach && json_is_integer(json_object_get(row, "exit_code"))) {
+		/* The agent already finished: show its output, return its code. */
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs", name);
+		if (client_stream(&cli->client, path, STDOUT_FILENO, &err) < 0)
+			return cli_fail("%s", err.msg);
+		return exit_of(row);
+	}
+	if (!phase_in(row, (const char *const[]){ "Ready", NULL })) {
+		cli_object(cli, row);
+		return cli_fail("sandbox %s did not become Ready: %s", name,
+				json_string_value(json_object_get(row, "message")));
+	}
+	if (detach) {
+		cli_object(cli, row);
+		return CLI_OK;
+	}
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs?follow=1", name);
+	if (client_stream(&cli->client, path, STDOUT_FILENO, &err) < 0)
+		return cli_fail("%s", err.msg);
+	if (!(end = wait_phase(cli, name, over, false)))
+		return CLI_FAIL;
+	return exit_of(end);
+}
+
+static int simple(struct cli *cli, const char *method, const char *name, const char *action,
+		  const char *const wait_for[], bool gone_ok)
+{
+	char seg[256], path[512];
+	long status = 0;
+	if (cli_segment(seg, sizeof(seg), name) < 0)
+		return CLI_USAGE;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s%s%s", seg, action ? "/" : "",
+		 action ? action : "");
+	_cleanup_json_ json_t *out = cli_api(cli, method, path, NULL, &status), *row = NULL;
+	if (!out)
+		return CLI_FAIL;
+	if (!wait_for) {
+		cli_object(cli, out);
+		return CLI_OK;
+	}
+	if (!(row = wait_phase(cli, seg, wait_for, gone_ok)))
+		return CLI_FAIL;
+	if (json_object_size(row) == 0) {
+		if (!cli->json)
+			printf("sandbox %s deleted\n", seg);
+		return CLI_OK;
+	}
+	cli_object(cli, row);
+	return phase_in(row, (const char *const[]){ "Error", NULL }) ? CLI_FAIL : CLI_OK;
+}
+
+static int logs(struct cli *cli, int argc, char **argv)
+{
+	const char *name = NULL;
+	bool follow = false;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f"))
+			follow = true;
+		else if (!name)
+			name = argv[i];
+		else
+			return cli_usage("sandbox logs: unexpected %s", argv[i]);
+	}
+	char seg[256], path[512];
+	os_error err = { 0 };
+	if (!name)
+		return cli_usage("sandbox logs NAME [--follow]");
+	if (cli_segment(seg, sizeof(seg), name) < 0)
+		return CLI_USAGE;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", seg);
+	long status = 0;
+	_cleanup_json_ json_t *row = cli_api(cli, "GET", path, NULL, &status);
+	if (!row)
+		return CLI_FAIL;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs%s", seg, follow ? "?follow=1" : "");
+	if (client_stream(&cli->client, path, STDOUT_FILENO, &err) < 0)
+		return cli_fail("%s", err.msg);
+	return CLI_OK;
+}
+
+int cmd_sandbox(struct cli *cli, int argc, char **argv)
+{
+	static const char *const ready[] = { "Ready", "Error", "Stopped", NULL };
+	static const char *const stopped[] = { "Stopped", "Error", NULL };
+	const char *sub = argc > 0 ? argv[0] : "";
+	long status = 0;
+	if (!strcmp(sub, "create"))
+		return create(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "list") && argc == 1) {
+		_cleanup_json_ json_t *out = cli_api(cli, "GET", "/v1/sandboxes", NULL, &status);
+		if (!out)
+			return CLI_FAIL;
+		cli_table(cli, json_object_get(out, "sandboxes"), list_cols, "sandboxes");
+		return CLI_OK;
+	}
+	if (!strcmp(sub, "logs"))
+		return logs(cli, argc - 1, argv + 1);
+	if (argc != 2)
+		return cli_usage(
+			"usage: openshell sandbox create|list|get|delete|stop|start|logs [NAME]");
+	if (!strcmp(sub, "get"))
+		return simple(cli, "GET", argv[1], NULL, NULL, false);
+	if (!strcmp(sub, "delete"))
+		return simple(cli, "DELETE", argv[1], NULL, (const char *const[]){ NULL }, true);
+	if (!strcmp(sub, "stop"))
+		return simple(cli, "POST", argv[1], "stop", stopped, false);
+	if (!strcmp(sub, "start"))
+		return simple(cli, "POST", argv[1], "start", ready, false);
+	return cli_usage("unknown sandbox command \"%s\"", sub);
+}

@@ -1,0 +1,127 @@
+/* api_policy.c - /v1/sandboxes/NAME/policy (set, get) and /policies (the
+ * revision history), plus the supervisor's own read of its policy. A
+ * revision is stored before it is pushed, so its status (pending, loaded,
+ * failed, superseded) is always answerable. */
+#include <errno.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "gateway.h"
+#include "json.h"
+
+int api_check_policy(const char *yaml, os_error *err);
+
+static json_t *revision_view(const json_t *r, bool with_text)
+{
+	json_t *v = json_deep_copy(r);
+	json_object_del(v, "audit_mark");
+	if (!with_text)
+		json_object_del(v, "policy");
+	return v;
+}
+
+static int64_t audit_mark(struct gateway *gw, json_t *row)
+{
+	_cleanup_json_ json_t *st = NULL;
+	if (gw->driver->ops->status(gw->driver, json_object_get(row, "record"), &st, NULL) < 0)
+		return 0;
+	return json_integer_value(json_object_get(st, "policy_events"));
+}
+
+static void set_policy(struct gateway *gw, const struct api_request *req, json_t *row,
+		       struct api_response *resp)
+{
+	static const char *const keys[] = { "policy", NULL };
+	_cleanup_json_ json_t *body = api_body(req, keys, resp);
+	const char *yaml = NULL, *id = json_string_value(json_object_get(row, "id"));
+	os_error err = { 0 }, perr = { 0 };
+	char hash[SECRET_SHA256_HEX + 1];
+	int64_t rev = 0;
+	if (!body)
+		return;
+	if (json_get_string(body, "policy", true, &yaml, &err) < 0)
+		return api_error(resp, 400, "invalid_argument", "%s", err.msg);
+	secret_sha256_hex(yaml, strlen(yaml), hash);
+	bool valid = api_check_policy(yaml, &perr) == 0;
+	if (store_policy_add(gw->store, id, hash, yaml, valid ? "pending" : "failed",
+			     valid ? "" : perr.msg, audit_mark(gw, row), &rev, &err) < 0)
+		return api_fail(resp, &err);
+	if (!valid)
+		return api_error(resp, 422, "invalid_policy", "revision %lld: %s", (long long)rev,
+				 perr.msg);
+	if (lifecycle_configure(gw, row, yaml, NULL, &err) < 0) {
+		store_policy_set_status(gw->store, id, rev, "failed", err.msg, NULL);
+		return api_error(resp, 422, "policy_not_delivered", "revision %lld: %s",
+				 (long long)rev, err.msg);
+	}
+	resp->status = 202;
+	resp->body = json_pack("{s:I, s:s, s:s}", "revision", (json_int_t)rev, "hash", hash,
+			       "status", "pending");
+}
+
+bool api_policy_route(struct gateway *gw, const struct api_request *req, char **parts, size_t n,
+		      struct api_response *resp)
+{
+	if (n != 3 || strcmp(parts[0], "sandboxes") != 0)
+		return false;
+	bool one = !strcmp(parts[2], "policy");
+	if (!one && strcmp(parts[2], "policies") != 0)
+		return false;
+	os_error err = { 0 };
+	_cleanup_json_ json_t *row = NULL, *revs = NULL;
+	if (store_sandbox_get(gw->store, parts[1], &row, &err) < 0)
+		return api_fail(resp, &err), true;
+	const char *id = json_string_value(json_object_get(row, "id"));
+	if (one && !strcmp(req->method, "PUT"))
+		return set_policy(gw, req, row, resp), true;
+	if (strcmp(req->method, "GET") != 0)
+		return api_error(resp, 405, "method_not_allowed", "use GET or PUT"), true;
+	if (store_policy_list(gw->store, id, &revs, &err) < 0)
+		return api_fail(resp, &err), true;
+	if (one && json_array_size(revs) == 0)
+		return api_error(
+			       resp, 404, "not_found",
+			       "sandbox \"%s\" has no policy: set one with `openshell policy set`",
+			       parts[1]),
+		       true;
+	resp->status = 200;
+	if (one) {
+		resp->body = revision_view(json_array_get(revs, 0), true);
+		return true;
+	}
+	json_t *out = json_array();
+	size_t i;
+	json_t *r;
+	json_array_foreach (revs, i, r)
+		json_array_append_new(out, revision_view(r, false));
+	resp->body = json_pack("{s:o}", "revisions", out);
+	return true;
+}
+
+/* /v1/supervisor/sandboxes/ID/{policy,heartbeat}: only the sandbox's own token. */
+bool api_supervisor_route(struct gateway *gw, const struct api_request *req, const json_t *caller,
+			  char **parts, size_t n, struct api_response *resp)
+{
+	if (n != 4 || strcmp(parts[1], "sandboxes") != 0)
+		return false;
+	const char *id = json_string_value(json_object_get(caller, "id"));
+	if (strcmp(parts[2], id) != 0) {
+		api_error(resp, 403, "forbidden", "this token belongs to another sandbox");
+		return true;
+	}
+	os_error err = { 0 };
+	if (!strcmp(parts[3], "policy") && !strcmp(req->method, "GET")) {
+		_cleanup_json_ json_t *rev = NULL;
+		if (store_policy_latest(gw->store, id, &rev, &err) < 0)
+			return api_fail(resp, &err), true;
+		resp->status = 200;
+		resp->body = revision_view(rev, true);
+		return true;
+	}
+	if (!strcmp(parts[3], "heartbeat") && !strcmp(req->method, "POST")) {
+		resp->status = 200;
+		resp->body = json_pack("{s:s}", "status", "ok");
+		return true;
+	}
+	return false;
+}

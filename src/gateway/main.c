@@ -1,0 +1,233 @@
+/* main.c - openshell-gateway: reads the configuration (CLI > OPENSHELL_*
+ * env > file > default), opens the state dir (database, keys, admin token,
+ * all 0600), starts the local driver, reconciles, and serves the API until
+ * SIGTERM/SIGINT. Sandboxes outlive the gateway; a restart re-adopts them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "fdutil.h"
+#include "gateway.h"
+#include "local_driver.h"
+#include "log.h"
+#include "loop.h"
+#include "parse.h"
+
+extern char **environ;
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: openshell-gateway [--config FILE] [--listen ADDR:PORT|none]\n"
+		   "         [--unix-socket PATH] [--state-dir DIR] [--log-level LEVEL]\n"
+		   "         [--set SECTION.KEY=VALUE]...\n"
+		   "Every key is also read from OPENSHELL_<SECTION>_<KEY> (see docs).\n");
+}
+
+static int parse_args(int argc, char **argv, struct config *cfg, os_error *err)
+{
+	static const char *const map[][2] = { { "--listen", "gateway.listen_address" },
+					      { "--unix-socket", "gateway.unix_socket" },
+					      { "--state-dir", "gateway.state_dir" },
+					      { "--log-level", "gateway.log_level" } };
+	const char *file = NULL;
+	for (int i = 1; i < argc; i += 2) {
+		if (i + 1 >= argc)
+			return os_error_set(err, EINVAL, "%s: missing value", argv[i]);
+		const char *a = argv[i], *v = argv[i + 1], *key = NULL;
+		for (size_t k = 0; k < ARRAY_SIZE(map); k++)
+			if (!strcmp(a, map[k][0]))
+				key = map[k][1];
+		if (!strcmp(a, "--config")) {
+			file = v;
+			continue;
+		}
+		if (!strcmp(a, "--set")) {
+			char name[256];
+			const char *eq = strchr(v, '=');
+			if (!eq || (size_t)(eq - v) >= sizeof(name))
+				return os_error_set(err, EINVAL,
+						    "--set %s: expected SECTION.KEY=VALUE", v);
+			memcpy(name, v, (size_t)(eq - v));
+			name[eq - v] = '\0';
+			if (config_set_cli(cfg, name, eq + 1, err) < 0)
+				return -1;
+			continue;
+		}
+		if (!key)
+			return os_error_set(err, EINVAL, "unknown option %s", a);
+		if (config_set_cli(cfg, key, v, err) < 0)
+			return -1;
+	}
+	if (file && config_load_file(cfg, file, err) < 0)
+		return -1;
+	return config_load_env(cfg, environ, err);
+}
+
+/* The sibling binaries: installed side by side, or in the build tree. */
+static int sibling(const char *rel_build, const char *name, char *out, size_t cap)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	if (str_format(out, cap, NULL, "%s/%s/%s", self, rel_build, name) == 0 &&
+	    access(out, X_OK) == 0)
+		return 0;
+	if (str_format(out, cap, NULL, "%s/%s", self, name) == 0 && access(out, X_OK) == 0)
+		return 0;
+	return -1;
+}
+
+static int default_state_dir(char *out, size_t cap, os_error *err)
+{
+	const char *home = getenv("HOME");
+	if (geteuid() == 0 || !home)
+		return str_copy(out, cap, "/var/lib/openshell", err);
+	return str_format(out, cap, err, "%s/.local/state/openshell", home);
+}
+
+/* mkdir -p with mode for the last component (parents 0755). */
+static int mkdir_parents(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	if (strlen(path) >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, path, strlen(path) + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int open_state(struct gateway *gw, const struct config *cfg, os_error *err)
+{
+	const char *sd = config_get_string(cfg, "gateway", "state_dir");
+	char path[PATH_MAX + 64];
+	if (sd ? str_copy(gw->state_dir, sizeof(gw->state_dir), sd, err)
+	       : default_state_dir(gw->state_dir, sizeof(gw->state_dir), err) < 0)
+		return -1;
+	if (mkdir_parents(gw->state_dir, 0700) < 0)
+		return os_error_errno(err, "creating state dir %s", gw->state_dir);
+	if (chmod(gw->state_dir, 0700) < 0)
+		return os_error_errno(err, "chmod 0700 %s", gw->state_dir);
+	snprintf(path, sizeof(path), "%s/secrets.key", gw->state_dir);
+	if (secret_key_load_or_create(path, &gw->key, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/admin.token", gw->state_dir);
+	if (secret_token_load_or_create(path, gw->admin_token, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/gateway.db", gw->state_dir);
+	return store_open(path, &gw->store, err);
+}
+
+static int open_driver(struct gateway *gw, const struct config *cfg, os_error *err)
+{
+	char sup[PATH_MAX], sbx[PATH_MAX];
+	const char *s = config_get_string(cfg, "drivers.local", "supervisor_binary");
+	const char *b = config_get_string(cfg, "drivers.local", "sandbox_binary");
+	const char *d = config_get_string(cfg, "drivers.local", "state_dir");
+	if (strcmp(config_get_string(cfg, "gateway", "default_driver") ?: "local", "local") != 0)
+		return os_error_set(
+			err, ENOTSUP,
+			"default_driver: this gateway build serves the local driver only");
+	if (!s && sibling("../supervisor", "openshell-supervisor", sup, sizeof(sup)) == 0)
+		s = sup;
+	if (!b && sibling("../sandbox", "openshell-sandbox", sbx, sizeof(sbx)) == 0)
+		b = sbx;
+	if (!s)
+		return os_error_set(err, ENOENT,
+				    "openshell-supervisor not found next to the gateway: set "
+				    "[openshell.drivers.local] supervisor_binary");
+	struct local_driver_config lc = { .state_dir = d ? d : gw->state_dir,
+					  .supervisor_binary = s,
+					  .sandbox_binary = b };
+	return local_driver_new(&lc, &gw->driver, err);
+}
+
+static void on_signal(struct loop *l, struct loop_signal *s, const struct signalfd_siginfo *si,
+		      void *data)
+{
+	log_info("signal %u: shutting down (sandboxes keep running)", si->ssi_signo);
+	loop_stop(l);
+}
+
+static int serve(struct gateway *gw, const struct config *cfg, os_error *err)
+{
+	char sock[PATH_MAX + 32], pidf[PATH_MAX + 32], pid[32];
+	const char *tcp = config_get_string(cfg, "gateway", "listen_address");
+	const char *us = config_get_string(cfg, "gateway", "unix_socket");
+	if (!us) {
+		snprintf(sock, sizeof(sock), "%s/gateway.sock", gw->state_dir);
+		us = sock;
+	}
+	if (tcp && (!strcmp(tcp, "none") || !*tcp))
+		tcp = NULL;
+	snprintf(gw->url, sizeof(gw->url), "unix:%s", us);
+	struct gateway_listen ls = { .tcp = tcp, .unix_path = us };
+	if (loop_new(&gw->loop, err) < 0 ||
+	    loop_signal_add(gw->loop, SIGTERM, on_signal, gw, NULL, err) < 0 ||
+	    loop_signal_add(gw->loop, SIGINT, on_signal, gw, NULL, err) < 0 ||
+	    server_start(gw, &ls, err) < 0 || lifecycle_start(gw, err) < 0)
+		return -1;
+	snprintf(pidf, sizeof(pidf), "%s/gateway.pid", gw->state_dir);
+	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (file_write_atomic(pidf, pid, strlen(pid), 0600, err) < 0)
+		return -1;
+	log_info("openshell-gateway %s serving on %s%s%s (state %s)", GW_VERSION, tcp ? tcp : "",
+		 tcp ? " and " : "", us, gw->state_dir);
+	int rc = loop_run(gw->loop, err);
+	unlink(pidf);
+	unlink(us);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct gateway gw = { 0 };
+	os_error err = { 0 };
+	int code = 1;
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return usage(stdout), 0;
+	signal(SIGPIPE, SIG_IGN);
+	struct config *cfg = config_new(config_sections_all, config_sections_all_len, &err);
+	if (!cfg || parse_args(argc, argv, cfg, &err) < 0) {
+		fprintf(stderr, "openshell-gateway: %s\n", err.msg);
+		usage(stderr);
+		config_free(cfg);
+		return 2;
+	}
+	enum log_level lvl = LOG_LVL_INFO;
+	log_level_parse(config_get_string(cfg, "gateway", "log_level") ?: "info", &lvl);
+	log_init("openshell-gateway", lvl, LOG_FMT_AUTO, STDERR_FILENO);
+	if (open_state(&gw, cfg, &err) < 0 || open_driver(&gw, cfg, &err) < 0 ||
+	    serve(&gw, cfg, &err) < 0)
+		log_error("%s", err.msg);
+	else
+		code = 0;
+	server_free(gw.server);
+	if (gw.tick)
+		loop_timer_remove(gw.tick);
+	loop_free(gw.loop);
+	if (gw.driver)
+		gw.driver->ops->free(gw.driver);
+	store_close(gw.store);
+	config_free(cfg);
+	return code;
+}

@@ -1,0 +1,369 @@
+/* split_net.c - the split backend's local fence, standing in for what a
+ * Kubernetes NetworkPolicy gives a workload Pod: the agent's own network
+ * namespace, a veth to the supervisor, and an nftables fence in that
+ * namespace letting it reach only the supervisor's proxy and control ports.
+ * The fence is committed before the agent side has an address or a route;
+ * the namespace is named only so the platform can start the launcher in it.
+ * Never forks `ip` or `nft`; never opens a path the fence does not guard. */
+#include "split.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "json.h"
+#include "netlink.h"
+#include "netns.h"
+#include "nft.h"
+#include "parse.h"
+
+#define RUN_DIR "/run/openshell"
+/* Shared with the inpod backend: one lock and one 10.200.N.0/24 space, so
+ * neither can take a subnet the other holds. */
+#define SUBNET_LOCK RUN_DIR "/subnets.lock"
+#define SUBNETS 256
+#define PEER_IFNAME "eth0"
+#define NFLOG_GROUP 8
+#define LINK_READY_MS 2000
+
+static int sysctl_in_ns(int ns_fd, const char *path, const char *value, os_error *err)
+{
+	int saved = -1;
+	if (netns_enter(ns_fd, &saved, err) < 0)
+		return -1;
+	int rc = 0;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		rc = fd_write_all(fd, value, strlen(value), err);
+		close(fd);
+	} else if (errno != ENOENT) { /* no IPv6 in this kernel: nothing to disable */
+		rc = os_error_errno(err, "opening %s", path);
+	}
+	netns_leave(saved);
+	return rc;
+}
+
+/* /run/netns/openshell-split-<id>, as `ip netns` names namespaces. */
+static int name_netns(struct split *s, os_error *err)
+{
+	char path[PATH_MAX], src[64];
+	if (mkdir(SPLIT_NETNS_DIR, 0755) < 0 && errno != EEXIST)
+		return os_error_errno(err, "creating %s", SPLIT_NETNS_DIR);
+	if (str_format(path, sizeof(path), err, SPLIT_NETNS_DIR "/openshell-split-%s", s->id) < 0 ||
+	    str_format(src, sizeof(src), err, "/proc/self/fd/%d", s->netns_fd) < 0)
+		return -1;
+	int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (fd < 0)
+		return os_error_errno(err, "%s (a leftover? `ip netns del` removes it)", path);
+	close(fd);
+	if (mount(src, path, "none", MS_BIND, NULL) < 0) {
+		os_error_errno(err, "bind-mounting the namespace on %s", path);
+		unlink(path);
+		return -1;
+	}
+	return str_copy(s->netns_path, sizeof(s->netns_path), path, err);
+}
+
+void split_net_unname(struct split *s)
+{
+	if (!s->netns_path[0])
+		return;
+	if (umount2(s->netns_path, MNT_DETACH) < 0)
+		fprintf(stderr, "split: unmounting %s: %s\n", s->netns_path, strerror(errno));
+	else
+		unlink(s->netns_path);
+	s->netns_path[0] = '\0';
+}
+
+static int lock_subnets(int *out, os_error *err)
+{
+	if (mkdir(RUN_DIR, 0755) < 0 && errno != EEXIST)
+		return os_error_errno(err, "creating %s", RUN_DIR);
+	_cleanup_close_ int fd = open(SUBNET_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return os_error_errno(err, "opening %s", SUBNET_LOCK);
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return os_error_errno(err, "locking %s", SUBNET_LOCK);
+	*out = steal_fd(fd);
+	return 0;
+}
+
+/* Subnet n: 1 = taken, 0 = ours (veth created), -1 = error. */
+static int try_subnet(struct split *s, unsigned n, os_error *err)
+{
+	struct in_addr net = { htonl(0x0ac80000u | n << 8) };
+	bool used = false;
+	if (nl_prefix4_in_use(s->nl_host, net, 24, &used, err) < 0)
+		return -1;
+	if (used)
+		return 1;
+	if (str_format(s->host_if, sizeof(s->host_if), err, "osx%u", n) < 0)
+		return -1;
+	os_error local = { 0 };
+	if (nl_veth_create(s->nl_host, s->host_if, PEER_IFNAME, s->netns_fd, &local) < 0) {
+		if (local.code == EEXIST)
+			return 1;
+		return os_error_set(err, local.code, "veth %s: %s", s->host_if, local.msg);
+	}
+	s->veth_created = true;
+	s->advertise_addr.s_addr = htonl(0x0ac80000u | n << 8 | 1);
+	s->agent_addr.s_addr = htonl(0x0ac80000u | n << 8 | 2);
+	s->listen_addr = s->advertise_addr;
+	return 0;
+}
+
+static int no_forwarding(const struct split *s, os_error *err)
+{
+	char path[96];
+	if (str_format(path, sizeof(path), err, "/proc/sys/net/ipv4/conf/%s/forwarding",
+		       s->host_if) < 0)
+		return -1;
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return os_error_errno(err, "opening %s", path);
+	return fd_write_all(fd, "0", 1, err);
+}
+
+static int alloc_veth(struct split *s, os_error *err)
+{
+	_cleanup_close_ int lock = -1;
+	if (lock_subnets(&lock, err) < 0)
+		return -1;
+	for (unsigned n = 0; n < SUBNETS; n++) {
+		int rc = try_subnet(s, n, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 1)
+			continue;
+		uint32_t idx = 0;
+		/* The address is the claim other supervisors see: add it under the lock. */
+		if (nl_link_index(s->nl_host, s->host_if, &idx, err) < 0 ||
+		    nl_addr_add4(s->nl_host, idx, s->advertise_addr, 24, err) < 0 ||
+		    nl_link_up(s->nl_host, idx, err) < 0)
+			return os_error_prefix(err, "address on %s", s->host_if);
+		/* Packets from the agent's side are never routed on: only our ports. */
+		return no_forwarding(s, err);
+	}
+	return os_error_set(err, EADDRINUSE, "all %d subnets 10.200.N.0/24 are in use", SUBNETS);
+}
+
+/* The rule letting the agent side reach the control port, in the same
+ * structural form nft.c uses for the proxy rule. */
+static json_t *control_rule(const struct split *s)
+{
+	char addr[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &s->advertise_addr, addr, sizeof(addr));
+	return json_pack(
+		"{s:{s:{s:s, s:s, s:s, s:[{s:{s:s, s:{s:{s:s, s:s}}, s:s}},"
+		" {s:{s:s, s:{s:{s:s, s:s}}, s:i}}, {s:n}]}}}",
+		"add", "rule", "family", "inet", "table", NFT_FENCE_TABLE, "chain", "output", "expr",
+		"match", "op", "==", "left", "payload", "protocol", "ip", "field", "daddr", "right",
+		addr, "match", "op", "==", "left", "payload", "protocol", "tcp", "field", "dport",
+		"right", (json_int_t)s->control_port, "accept");
+}
+
+/* Inserts the control rule before the output chain's first logging rule
+ * (after the proxy accept), so it is evaluated before any reject. */
+static int add_control_rule(json_t *cmds, const struct split *s, os_error *err)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(cmds, i, c) {
+		json_t *r = json_object_get(json_object_get(c, "add"), "rule");
+		json_t *first = json_array_get(json_object_get(r, "expr"), 0);
+		const char *chain = json_string_value(json_object_get(r, "chain"));
+		if (chain && strcmp(chain, "output") == 0 && json_object_get(first, "limit")) {
+			json_t *rule = control_rule(s);
+			if (!rule || json_array_insert_new(cmds, i, rule) < 0)
+				return os_error_set(err, ENOMEM, "fence: building the control rule");
+			return 0;
+		}
+	}
+	return os_error_set(err, EINVAL, "fence: no logging rule found in the output chain");
+}
+
+static int apply_fence(struct split *s, os_error *err)
+{
+	char prefix[NFT_LOG_PREFIX_MAX + 1];
+	if (str_format(prefix, sizeof(prefix), err, "osx:%s ", s->id) < 0)
+		return -1;
+	struct nft_fence_spec spec = {
+		.proxy_addr = s->advertise_addr,
+		.proxy_port = s->proxy_port,
+		.log_prefix = prefix,
+		.nflog_group = NFLOG_GROUP,
+		.log_rate_per_sec = 20,
+		.log_burst = 40,
+	};
+	_cleanup_json_ json_t *rules = nft_fence_ruleset(&spec, err);
+	if (!rules || add_control_rule(json_object_get(rules, "nftables"), s, err) < 0)
+		return -1;
+	return nft_apply(s->netns_fd, rules, err);
+}
+
+/* Agent side: lo up, address, default route via the supervisor side. */
+static int inner_net(struct split *s, os_error *err)
+{
+	int saved = -1;
+	if (netns_enter(s->netns_fd, &saved, err) < 0)
+		return -1;
+	struct nl_sock *nl = NULL;
+	int rc = nl_open(&nl, err);
+	netns_leave(saved);
+	if (rc < 0)
+		return -1;
+	uint32_t lo = 0, eth = 0, host = 0;
+	if (nl_link_index(nl, "lo", &lo, err) < 0 || nl_link_up(nl, lo, err) < 0)
+		rc = os_error_prefix(err, "loopback");
+	else if (nl_link_index(nl, PEER_IFNAME, &eth, err) < 0 ||
+		 nl_addr_add4(nl, eth, s->agent_addr, 24, err) < 0 || nl_link_up(nl, eth, err) < 0)
+		rc = os_error_prefix(err, "agent side address");
+	else if (nl_route_add_default4(nl, eth, s->advertise_addr, err) < 0)
+		rc = os_error_prefix(err, "route");
+	else if (nl_link_wait_ready(nl, eth, LINK_READY_MS, err) < 0 ||
+		 nl_link_index(s->nl_host, s->host_if, &host, err) < 0 ||
+		 nl_link_wait_ready(s->nl_host, host, LINK_READY_MS, err) < 0)
+		rc = os_error_prefix(err, "link ready");
+	nl_close(nl);
+	return rc;
+}
+
+int split_net_setup(struct split *s, os_error *err)
+{
+	if (netns_create(&s->netns_fd, err) < 0 ||
+	    sysctl_in_ns(s->netns_fd, "/proc/sys/net/ipv6/conf/default/disable_ipv6", "1", err) < 0)
+		return os_error_prefix(err, "step netns");
+	if (nl_open(&s->nl_host, err) < 0)
+		return os_error_prefix(err, "step netlink");
+	if (alloc_veth(s, err) < 0)
+		return os_error_prefix(err, "step veth");
+	/* The fence goes in while the agent side has no address and no route. */
+	if (apply_fence(s, err) < 0)
+		return os_error_prefix(err, "step nftables");
+	if (inner_net(s, err) < 0)
+		return os_error_prefix(err, "step agent network");
+	/* Named last: nothing can be started in it before the fence holds. */
+	if (name_netns(s, err) < 0)
+		return os_error_prefix(err, "step netns name");
+	return 0;
+}
+
+void split_net_teardown(struct split *s)
+{
+	split_net_unname(s);
+	if (s->veth_created && s->nl_host) {
+		bool deleted;
+		os_error err = { 0 };
+		/* Deleting our end takes the agent's with it: no link outlives us. */
+		if (nl_link_delete(s->nl_host, s->host_if, &deleted, &err) < 0)
+			fprintf(stderr, "split teardown: %s\n", err.msg);
+		s->veth_created = false;
+	}
+	nl_close(s->nl_host);
+	s->nl_host = NULL;
+	if (s->netns_fd >= 0)
+		close(s->netns_fd);
+	s->netns_fd = -1;
+}
+
+/* "0200C80A:1F90": how /proc/net/tcp prints an IPv4 socket address (the
+ * network-order word as a native-endian number, then the port). */
+static void proc_net_format(const struct sockaddr_in *a, char *out, size_t cap)
+{
+	snprintf(out, cap, "%08X:%04X", (unsigned)a->sin_addr.s_addr, ntohs(a->sin_port));
+}
+
+/* Inode of the launcher's end of our control connection, from the agent
+ * namespace's TCP table (read from inside that namespace). */
+static int launcher_socket_inode(const struct split *s, unsigned long *inode, os_error *err)
+{
+	struct sockaddr_in ours, theirs;
+	socklen_t l1 = sizeof(ours), l2 = sizeof(theirs);
+	if (getsockname(s->conn_fd, (struct sockaddr *)&ours, &l1) < 0 ||
+	    getpeername(s->conn_fd, (struct sockaddr *)&theirs, &l2) < 0)
+		return os_error_errno(err, "control connection addresses");
+	char want[64], a[24], b[24];
+	proc_net_format(&theirs, a, sizeof(a));
+	proc_net_format(&ours, b, sizeof(b));
+	snprintf(want, sizeof(want), ": %s %s 01 ", a, b); /* 01: established */
+	int saved = -1;
+	if (netns_enter(s->netns_fd, &saved, err) < 0)
+		return -1;
+	_cleanup_free_ char *text = NULL;
+	int rc = file_read_all("/proc/thread-self/net/tcp", 16u << 20, &text, NULL, err);
+	netns_leave(saved);
+	if (rc < 0)
+		return -1;
+	const char *line = strstr(text, want);
+	if (!line)
+		return os_error_set(err, ENOENT, "the launcher's socket is not in its namespace");
+	/* Fields after the addresses: st tx:rx tr:when retrnsmt uid timeout inode. */
+	const char *p = line + strlen(want);
+	for (int field = 0; field < 5; field++) {
+		p += strspn(p, " ");
+		p += strcspn(p, " ");
+	}
+	p += strspn(p, " ");
+	uint64_t v;
+	if (parse_u64(p, strspn(p, "0123456789"), 1, UINT64_MAX, &v, err) < 0)
+		return os_error_prefix(err, "socket inode");
+	*inode = (unsigned long)v;
+	return 0;
+}
+
+/* pid of the process in the agent namespace holding socket:[inode]. */
+static pid_t holder_of(ino_t ns_ino, unsigned long inode)
+{
+	char want[64], path[96], target[64];
+	snprintf(want, sizeof(want), "socket:[%lu]", inode);
+	DIR *d = opendir("/proc");
+	pid_t found = -1;
+	struct dirent *e;
+	while (d && found < 0 && (e = readdir(d)) != NULL) {
+		uint64_t pid;
+		struct stat st;
+		if (parse_u64_str(e->d_name, 1, INT32_MAX, &pid, NULL) < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/net", e->d_name);
+		if (stat(path, &st) < 0 || st.st_ino != ns_ino)
+			continue; /* cheap filter: only processes inside the namespace */
+		snprintf(path, sizeof(path), "/proc/%s/fd", e->d_name);
+		DIR *fds = opendir(path);
+		struct dirent *f;
+		while (fds && found < 0 && (f = readdir(fds)) != NULL) {
+			char link[128];
+			snprintf(link, sizeof(link), "%s/%s", path, f->d_name);
+			ssize_t n = readlink(link, target, sizeof(target) - 1);
+			if (n > 0 && (target[n] = '\0', strcmp(target, want) == 0))
+				found = (pid_t)pid;
+		}
+		if (fds)
+			closedir(fds);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int split_net_launcher_pid(const struct split *s, pid_t *pid, os_error *err)
+{
+	unsigned long inode = 0;
+	ino_t ns_ino;
+	if (netns_inode(s->netns_fd, &ns_ino, err) < 0 || launcher_socket_inode(s, &inode, err) < 0)
+		return -1;
+	*pid = holder_of(ns_ino, inode);
+	if (*pid <= 0)
+		return os_error_set(err, ESRCH, "no process in the agent namespace holds socket %lu",
+				    inode);
+	return 0;
+}

@@ -1,0 +1,168 @@
+"""Helpers for the gateway/CLI integration tests (tests/integration/test_gateway_*.py).
+
+Runs the real openshell-gateway (local driver, real supervisors with the
+inpod backend) on a free loopback port and a temporary state dir, the real
+`openshell` CLI against it, and cleans up every process and directory it
+made, even when a test fails. Nothing here mocks the gateway or the driver."""
+
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+BUILD = os.environ.get("OPENSHELL_BUILD", "/work/main/build")
+GATEWAY = os.path.join(BUILD, "src", "gateway", "openshell-gateway")
+CLI = os.path.join(BUILD, "src", "cli", "openshell")
+SUPERVISOR = os.path.join(BUILD, "src", "supervisor", "openshell-supervisor")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def osb_links():
+    """Supervisor-side veths (osbN) in this namespace."""
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return set(re.findall(r"^\d+: (osb\d+)[@:]", out, re.M))
+
+
+def supervisors_for(sandbox_id):
+    """pids of openshell-supervisor processes running for this sandbox id."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"openshell-supervisor") and \
+                sandbox_id.encode() in argv[:12]:
+            pids.append(int(d))
+    return pids
+
+
+def wait_for(pred, timeout=20, step=0.1, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Gateway:
+    """One openshell-gateway on a temp state dir and a free port."""
+
+    def __init__(self, state_dir=None, extra_env=None):
+        self.owns_dir = state_dir is None
+        self.state_dir = state_dir or tempfile.mkdtemp(prefix="osgw-", dir="/var/tmp")
+        self.port = free_port()
+        self.proc = None
+        self.log_path = os.path.join(self.state_dir, "gateway-test.log")
+        self.extra_env = extra_env or {}
+
+    @property
+    def env(self):
+        """Environment for the CLI: this gateway's state dir and TCP port."""
+        e = dict(os.environ)
+        e.pop("OPENSHELL_GATEWAY", None)
+        e.pop("OPENSHELL_TOKEN", None)
+        e["OPENSHELL_GATEWAY_STATE_DIR"] = self.state_dir
+        e["OPENSHELL_GATEWAY_LISTEN_ADDRESS"] = f"127.0.0.1:{self.port}"
+        return e
+
+    def start(self, extra_env=None):
+        env = dict(self.env, **self.extra_env, **(extra_env or {}))
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([GATEWAY, "--state-dir", self.state_dir, "--listen",
+                                      f"127.0.0.1:{self.port}"], env=env,
+                                     stdout=self.log, stderr=self.log)
+        wait_for(self.healthy, 10, what="gateway health")
+        return self
+
+    def healthy(self):
+        try:
+            return self.request("GET", "/v1/health", token=None)[0] == 200
+        except OSError:
+            if self.proc and self.proc.poll() is not None:
+                raise AssertionError(f"gateway exited with {self.proc.returncode}: "
+                                     f"{self.log_text()}")
+            return False
+
+    def log_text(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    @property
+    def token(self):
+        with open(os.path.join(self.state_dir, "admin.token")) as f:
+            return f.read().strip()
+
+    def request(self, method, path, body=None, token="admin", raw=None, headers=None):
+        """(status, parsed JSON or text). token: "admin", None, or a token string."""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        h = dict(headers or {})
+        if token == "admin":
+            token = self.token
+        if token:
+            h["Authorization"] = f"Bearer {token}"
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        c.request(method, path, body=data, headers=h)
+        r = c.getresponse()
+        text = r.read().decode(errors="replace")
+        c.close()
+        try:
+            return r.status, json.loads(text)
+        except ValueError:
+            return r.status, text
+
+    def sandbox(self, name):
+        st, body = self.request("GET", f"/v1/sandboxes/{name}")
+        return body if st == 200 else None
+
+    def wait_phase(self, name, *phases, timeout=30):
+        return wait_for(lambda: (s := self.sandbox(name)) and s["phase"] in phases and s,
+                        timeout, what=f"{name} in {phases}")
+
+    def cli(self, *args, check=None, timeout=90, env=None):
+        r = subprocess.run([CLI, *args], env=dict(self.env, **(env or {})),
+                           capture_output=True, text=True, timeout=timeout)
+        if check is not None:
+            assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
+        return r
+
+    def sandbox_dir(self, sid):
+        return os.path.join(self.state_dir, "sandboxes", sid)
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=15)
+        self.proc = None
+
+    def cleanup(self):
+        """Stops the gateway and every supervisor it started; removes the state dir."""
+        self.stop()
+        base = os.path.join(self.state_dir, "sandboxes")
+        for sid in os.listdir(base) if os.path.isdir(base) else []:
+            for pid in supervisors_for(sid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            wait_for(lambda: not supervisors_for(sid), 10, what="supervisors gone")
+        if self.owns_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
