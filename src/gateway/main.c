@@ -155,9 +155,14 @@ static int open_driver(struct gateway *gw, const struct config *cfg, os_error *e
 		return os_error_set(err, ENOENT,
 				    "openshell-supervisor not found next to the gateway: set "
 				    "[openshell.drivers.local] supervisor_binary");
-	struct local_driver_config lc = { .state_dir = d ? d : gw->state_dir,
-					  .supervisor_binary = s,
-					  .sandbox_binary = b };
+	struct local_driver_config lc = {
+		.state_dir = d ? d : gw->state_dir,
+		.supervisor_binary = s,
+		.sandbox_binary = b,
+		.hosts_file = config_get_string(cfg, "drivers.local", "hosts_file"),
+		.dns_servers = config_get_string(cfg, "drivers.local", "dns_servers"),
+		.upstream_ca_file = config_get_string(cfg, "drivers.local", "upstream_ca_file")
+	};
 	return local_driver_new(&lc, &gw->driver, err);
 }
 

@@ -134,6 +134,15 @@ static const struct config_key local_keys[] = {
 	  .type = CONFIG_STRING,
 	  .help = "path of openshell-supervisor" },
 	{ .name = "sandbox_binary", .type = CONFIG_STRING, .help = "path of openshell-sandbox" },
+	{ .name = "hosts_file",
+	  .type = CONFIG_STRING,
+	  .help = "ADDRESS NAME... lines the supervisors' proxies consult before DNS" },
+	{ .name = "dns_servers",
+	  .type = CONFIG_STRING,
+	  .help = "IP[:PORT],... the supervisors' proxies resolve with (default: the system's)" },
+	{ .name = "upstream_ca_file",
+	  .type = CONFIG_STRING,
+	  .help = "extra CA the proxies trust for upstream TLS (system roots always are)" },
 };
 
 const struct config_section config_section_gateway = { "gateway", gateway_keys,

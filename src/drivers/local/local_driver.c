@@ -25,6 +25,7 @@
 struct local_driver {
 	struct driver base;
 	char *state_dir, *supervisor, *launcher;
+	char *proxy_flags[3][2]; /* operator proxy settings: flag, value */
 	unsigned proxy_port, grace_s;
 	struct local_caps caps;
 };
@@ -124,6 +125,10 @@ static int base_args(struct local_driver *ld, const char *id, const char **argv,
 	if (ld->launcher &&
 	    (add_arg(argv, n, "--launcher", err) < 0 || add_arg(argv, n, ld->launcher, err) < 0))
 		return -1;
+	for (int i = 0; i < 3; i++)
+		if (ld->proxy_flags[i][0] && (add_arg(argv, n, ld->proxy_flags[i][0], err) < 0 ||
+					      add_arg(argv, n, ld->proxy_flags[i][1], err) < 0))
+			return -1;
 	const struct local_caps *c = &ld->caps;
 	if (add_file_arg(ld, id, argv, n, c->policy, "--policy", "policy.yaml", bufs[1], err) < 0 ||
 	    add_file_arg(ld, id, argv, n, c->credentials, "--credentials", "credentials.json",
@@ -383,6 +388,10 @@ static void local_free(struct driver *d)
 	free(ld->state_dir);
 	free(ld->supervisor);
 	free(ld->launcher);
+	for (int i = 0; i < 3; i++) {
+		free(ld->proxy_flags[i][0]);
+		free(ld->proxy_flags[i][1]);
+	}
 	free(ld);
 }
 
@@ -419,6 +428,19 @@ int local_driver_new(const struct local_driver_config *cfg, struct driver **out,
 	if (!ld->state_dir || !ld->supervisor || (cfg->sandbox_binary && !ld->launcher)) {
 		local_free(&ld->base);
 		return os_error_set(err, ENOMEM, "local driver");
+	}
+	const char *flags[3][2] = { { "--hosts", cfg->hosts_file },
+				    { "--dns", cfg->dns_servers },
+				    { "--upstream-ca", cfg->upstream_ca_file } };
+	for (int i = 0; i < 3; i++) {
+		if (!flags[i][1])
+			continue;
+		ld->proxy_flags[i][0] = strdup(flags[i][0]);
+		ld->proxy_flags[i][1] = strdup(flags[i][1]);
+		if (!ld->proxy_flags[i][0] || !ld->proxy_flags[i][1]) {
+			local_free(&ld->base);
+			return os_error_set(err, ENOMEM, "local driver");
+		}
 	}
 	local_probe_caps(ld->supervisor, &ld->caps);
 	*out = &ld->base;

@@ -23,6 +23,8 @@ struct local_driver_config {
 	const char *sandbox_binary; /* NULL: the supervisor's own default */
 	unsigned proxy_port; /* 0: 3128 */
 	unsigned stop_grace_s; /* SIGTERM -> SIGKILL; 0: 10 */
+	/* Operator settings handed to every supervisor's proxy (NULL: unset). */
+	const char *hosts_file, *dns_servers, *upstream_ca_file;
 };
 
 int local_driver_new(const struct local_driver_config *cfg, struct driver **out, os_error *err);
