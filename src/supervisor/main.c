@@ -33,16 +33,19 @@ struct options {
 	char run_dir_buf[PATH_MAX];
 	char **argv; /* the agent command */
 	char launcher_buf[PATH_MAX];
+	uint64_t max_processes, max_memory_mb; /* operator limits, 0 = none */
 };
 
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: openshell-supervisor --backend inpod|split --sandbox-id ID --proxy-port N\n"
+		"         [--max-processes N] [--max-memory-mb M]\n"
 		"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
 		" -- CMD [ARG...]\n"
 		"       split: --split-key FILE --split-control-port N [--split-mode local|pod]\n"
-		"         [--split-listen IP] [--split-advertise IP] [--split-confirm-timeout MS]\n");
+		"         [--split-listen IP] [--split-advertise IP] [--split-confirm-timeout "
+		"MS]\n");
 }
 
 /* openshell-sandbox next to us (installed) or in the build tree's sibling folder. */
@@ -69,8 +72,7 @@ static void default_launcher(struct options *o)
 }
 
 /* The split backend's flags (--split-NAME VALUE), see docs/split-backend.md. */
-static int split_arg(const char *name, const char *v, struct backend_descriptor *d,
-		     os_error *err)
+static int split_arg(const char *name, const char *v, struct backend_descriptor *d, os_error *err)
 {
 	uint64_t n = 0;
 	if (strcmp(name, "mode") == 0)
@@ -137,7 +139,13 @@ static int parse_args(int argc, char **argv, struct options *o, os_error *err)
 			o->egress.run_dir = v;
 		else if (strcmp(a, "--workdir") == 0)
 			o->egress.workdir = v;
-		else if (strcmp(a, "--group") == 0)
+		else if (strcmp(a, "--max-processes") == 0) {
+			if (parse_u64_str(v, 1, 1u << 22, &o->max_processes, err) < 0)
+				return os_error_prefix(err, "--max-processes");
+		} else if (strcmp(a, "--max-memory-mb") == 0) {
+			if (parse_u64_str(v, 16, 1u << 24, &o->max_memory_mb, err) < 0)
+				return os_error_prefix(err, "--max-memory-mb");
+		} else if (strcmp(a, "--group") == 0)
 			o->group = v;
 		else if (strncmp(a, "--split-", 8) == 0) {
 			if (split_arg(a + 8, v, &o->desc, err) < 0)
@@ -196,6 +204,22 @@ static json_t *build_spec(const struct options *o, const struct sockaddr_storage
 		"read_only", "/", "read_write", "/tmp", "/dev/null", "new_namespaces", 1);
 	if (spec && o->group)
 		json_object_set_new(spec, "group", json_string(o->group));
+	if (spec && o->egress.workdir) {
+		json_object_set_new(spec, "cwd", json_string(o->egress.workdir));
+		json_object_set_new(json_object_get(spec, "env"), "HOME",
+				    json_string(o->egress.workdir));
+	}
+	/* Process and address-space caps for the agent (per uid / per process:
+	 * a fork bomb or a runaway allocation stops at these). */
+	json_t *rl = json_object();
+	if (o->max_processes)
+		json_object_set_new(rl, "nproc", json_integer((json_int_t)o->max_processes));
+	if (o->max_memory_mb)
+		json_object_set_new(rl, "as", json_integer((json_int_t)(o->max_memory_mb << 20)));
+	if (spec && json_object_size(rl))
+		json_object_set_new(spec, "rlimits", rl);
+	else
+		json_decref(rl);
 	return spec;
 }
 
@@ -351,9 +375,10 @@ static int run(const struct options *o, int audit_fd)
 	 * or the one a remote backend found. A backend with none (split in pod
 	 * mode) binds no identity, and the proxy then denies by binary. */
 	bool local = backend_agent_local(&running);
-	pid_t entry = local ? pidfd_pid(backend_agent_fd(&running))
-			    : backend_agent_entry_pid(&running);
-	if (((local || entry > 0) && (entry <= 0 || egress_bind_agent(s.egress, entry, &err) < 0)) ||
+	pid_t entry =
+		local ? pidfd_pid(backend_agent_fd(&running)) : backend_agent_entry_pid(&running);
+	if (((local || entry > 0) &&
+	     (entry <= 0 || egress_bind_agent(s.egress, entry, &err) < 0)) ||
 	    watch_session(&s, &err) < 0) {
 		os_error_prefix(&err, "watching the agent");
 		goto fail;
