@@ -3,8 +3,8 @@ placeholder; the proxy swaps in the secret only in a header of a request to
 the endpoint bound to that provider. Every other route for the placeholder
 (unbound host, plain HTTP, query, body, Host or SNI mismatch, unknown key)
 is refused or forwarded unsubstituted, and the secret never reaches the
-audit log. An upstream echoing the secret back is NOT prevented (pinned
-below as an expected failure)."""
+audit log. An upstream echoing the secret back gets it masked before the
+agent sees it."""
 import pytest
 
 from conftest import NET, last
@@ -94,9 +94,11 @@ def test_secret_never_in_audit_log(sb):
     assert last(sb.records(), event="http", decision="allow", path="/cred-bound"), "control"
 
 
-@pytest.mark.xfail(strict=True, reason="not prevented: responses are not scrubbed, so an "
-                   "upstream that echoes the injected header hands the secret to the agent")
-def test_secret_echoed_back_by_upstream_is_not_leaked(sb):
+def test_secret_echoed_back_by_upstream_is_masked(sb):
+    # The proxy scrubs every secret from answers to exchanges it injected
+    # one into (and asks for uncompressed answers so it can).
     r = sb.result("cr_echoed_back")
     assert r["status"] == 200
     assert SECRET not in r["echoed"]
+    assert "*" * len(SECRET) in r["echoed"]
+    assert last(sb.records(), reason="credential_echo_masked")

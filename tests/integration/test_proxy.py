@@ -232,9 +232,15 @@ def test_sni_must_match_connect_target(proxy, upstream):
 
 def test_credential_injected_only_at_bound_endpoint(proxy, upstream):
     ph = "Bearer openshell:resolve:env:GITHUB_TOKEN"
-    code, body = proxy.curl("https://creds.test/repo", "-H", f"Authorization: {ph}")
+    code, body = proxy.curl("https://creds.test/repo", "-H", f"Authorization: {ph}",
+                            "-H", "Accept-Encoding: gzip")
     assert code == 200
-    assert upstream.requests()[0]["headers"]["authorization"] == f"Bearer {SECRET}"
+    req = upstream.requests()[0]
+    assert req["headers"]["authorization"] == f"Bearer {SECRET}"
+    # The echo server sends the header back: the agent sees it masked, and
+    # compression was not offered upstream (it would hide the secret).
+    assert SECRET not in body and "*" * len(SECRET) in body
+    assert "accept-encoding" not in req["headers"]
     upstream.clear()
     code, body = proxy.curl("https://api.test/repo", "-H", f"Authorization: {ph}")
     assert code == 403 and json.loads(body)["error"] == "credential_endpoint_mismatch"

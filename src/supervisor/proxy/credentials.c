@@ -233,3 +233,32 @@ enum cred_result credentials_rewrite_value(const struct credentials *c, const ch
 	}
 	return substitute(c, value, len, allowed, data, out, provider, err);
 }
+
+size_t credentials_mask(const struct credentials *c, char *data, size_t len)
+{
+	size_t hits = 0;
+	for (size_t i = 0; c && i < c->n; i++) {
+		size_t sl = strlen(c->v[i].secret);
+		if (sl == 0)
+			continue;
+		char *p = data;
+		size_t left = len;
+		char *hit;
+		while (left >= sl && (hit = memmem(p, left, c->v[i].secret, sl)) != NULL) {
+			memset(hit, '*', sl);
+			hits++;
+			left -= (size_t)(hit + sl - p);
+			p = hit + sl;
+		}
+	}
+	return hits;
+}
+
+size_t credentials_max_len(const struct credentials *c)
+{
+	size_t m = 0;
+	for (size_t i = 0; c && i < c->n; i++)
+		if (strlen(c->v[i].secret) > m)
+			m = strlen(c->v[i].secret);
+	return m;
+}

@@ -40,4 +40,10 @@ enum cred_result credentials_rewrite_value(const struct credentials *c, const ch
 					   size_t len, cred_allowed_fn allowed, void *data,
 					   struct buf *out, const char **provider, os_error *err);
 
+/* Overwrites every occurrence of any secret in data with '*' (same length,
+ * so framing stays valid); returns how many were masked. */
+size_t credentials_mask(const struct credentials *c, char *data, size_t len);
+/* Length of the longest secret (0 without credentials). */
+size_t credentials_max_len(const struct credentials *c);
+
 #endif

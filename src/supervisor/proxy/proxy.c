@@ -127,7 +127,8 @@ void conn_update_interest(struct conn *c)
 	if (c->dead)
 		return;
 	size_t cap = c->proxy->cfg.limits.buf_cap;
-	bool cin_room = c->cin.len<cap, cout_busy = c->cout.len> 0;
+	bool cin_room = c->cin.len < cap;
+	bool cout_busy = c->cout.len > c->hold; /* held bytes wait for more data */
 	bool uin_room = c->uin.len<cap, uout_busy = c->uout.len> 0;
 	bool c_in = false, c_out = cout_busy, u_in = false, u_out = uout_busy;
 	switch (c->state) {
@@ -165,10 +166,10 @@ void conn_update_interest(struct conn *c)
 }
 
 /* Writes as much of b as the stream takes. -1 on a dead peer. */
-static int flush(struct stream *s, struct buf *b)
+static int flush(struct stream *s, struct buf *b, size_t hold)
 {
-	while (b->len > 0) {
-		ssize_t n = stream_write(s, b->data, b->len);
+	while (b->len > hold) {
+		ssize_t n = stream_write(s, b->data, b->len - hold);
 		if (n == STREAM_AGAIN)
 			return 0;
 		if (n <= 0)
@@ -176,6 +177,20 @@ static int flush(struct stream *s, struct buf *b)
 		buf_consume(b, (size_t)n);
 	}
 	return 0;
+}
+
+/* Scrubs secrets from what is about to reach the agent (see conn.injected). */
+static void scrub_client_output(struct conn *c)
+{
+	const struct credentials *cr = proxy_cfg(c->proxy)->creds;
+	size_t l = credentials_max_len(cr);
+	if (!c->injected || l == 0 || c->cout.len == 0)
+		return;
+	if (credentials_mask(cr, c->cout.data, c->cout.len) > 0)
+		audit_decision(c, "http", "deny", "credential_echo_masked", NULL, NULL,
+			       "a secret in the upstream's answer was masked");
+	bool done = c->state != ST_FORWARD;
+	c->hold = done ? 0 : (c->cout.len < l - 1 ? c->cout.len : l - 1);
 }
 
 struct progress {
@@ -191,8 +206,10 @@ static void snapshot(const struct conn *c, struct progress *s)
 
 static void step_once(struct conn *c)
 {
-	if (flush(&c->client, &c->cout) < 0 || (c->upstream.fd >= 0 && c->state != ST_CONNECTING &&
-						flush(&c->upstream, &c->uout) < 0)) {
+	scrub_client_output(c);
+	if (flush(&c->client, &c->cout, c->hold) < 0 ||
+	    (c->upstream.fd >= 0 && c->state != ST_CONNECTING &&
+	     flush(&c->upstream, &c->uout, 0) < 0)) {
 		conn_close(c);
 		return;
 	}
@@ -240,6 +257,12 @@ void conn_step(struct conn *c)
 	}
 	if (c->dead)
 		return;
+	/* Bytes produced by the last step are scrubbed and flushed now. */
+	scrub_client_output(c);
+	if (flush(&c->client, &c->cout, c->hold) < 0) {
+		conn_close(c);
+		return;
+	}
 	if (moved) {
 		const struct proxy_limits *lim = &c->proxy->cfg.limits;
 		unsigned ms = c->state == ST_HEAD && c->mode == MODE_NONE ? lim->head_timeout_ms

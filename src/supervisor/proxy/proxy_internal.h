@@ -85,6 +85,11 @@ struct conn {
 	uint16_t conn_port;
 	/* current exchange */
 	bool req_is_head, client_close, upstream_close, resp_head_done;
+	/* A secret was injected into this exchange: its response is scrubbed of
+	 * every secret, and the last `hold` bytes of cout wait for the next
+	 * bytes so a secret split across reads is still caught. */
+	bool injected;
+	size_t hold;
 	struct body req_body, resp_body;
 	/* splice pipes: [0] agent->upstream, [1] upstream->agent */
 	int pipes[2][2];

@@ -222,6 +222,11 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		const struct http_header *h = &req->headers.v[i];
 		if (is_hop_header(h->name))
 			continue;
+		/* Toward a credential-bound endpoint the answer must be readable to
+		 * be scrubbed of secrets: no compression. */
+		if (c->ep && c->ep->credential_provider &&
+		    str_ieq(h->name.p, h->name.len, "accept-encoding", 15))
+			continue;
 		buf_reset(&val);
 		const char *provider = NULL;
 		enum cred_result r =
@@ -234,6 +239,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 			rc = -1;
 			break;
 		}
+		if (r == CRED_OK)
+			c->injected = true;
 		rc = http_write_header_slice(o, h->name, (struct http_slice){ val.data, val.len },
 					     &err);
 	}
@@ -289,6 +296,7 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		return;
 	}
 	const char *deny = NULL;
+	c->injected = false;
 	buf_reset(&c->uout);
 	if (build_upstream_head(c, req, method, canon, &deny) < 0) {
 		buf_reset(&c->uout);
