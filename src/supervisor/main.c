@@ -398,6 +398,8 @@ fail:
 out:
 	backend_teardown(&s.inst); /* kills the agent if still running */
 	egress_free(s.egress);
+	if (s.loop)
+		loop_run_once(s.loop, 0, NULL); /* deferred frees of closed connections */
 	loop_free(s.loop);
 	return code;
 }

@@ -21,6 +21,7 @@ struct proxy {
 	struct conn *conns;
 	unsigned n_conns;
 	uint64_t serial; /* bumped by proxy_policy_changed */
+	bool freeing;    /* proxy_free: nothing is on the stack, free at once */
 };
 
 void proxy_limits_default(struct proxy_limits *l)
@@ -109,8 +110,11 @@ void conn_close(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	p->n_conns--;
-	/* Callers up the stack still hold c: free it on the next iteration. */
-	if (loop_defer(p->loop, conn_free, c, NULL, NULL) < 0)
+	/* Callers up the stack still hold c: free it on the next iteration
+	 * (or now, when the whole proxy is going away). */
+	if (p->freeing)
+		conn_free(p->loop, c);
+	else if (loop_defer(p->loop, conn_free, c, NULL, NULL) < 0)
 		log_error("proxy: leaking a connection record (defer failed)");
 }
 
@@ -406,6 +410,7 @@ void proxy_free(struct proxy *p)
 {
 	if (!p)
 		return;
+	p->freeing = true;
 	while (p->conns)
 		conn_close(p->conns);
 	if (p->lio)
