@@ -51,8 +51,9 @@ int splitchan_load_key(const char *path, uint8_t key[SPLITCHAN_KEY_LEN], os_erro
 		len--;
 	int rc = 0;
 	if (len != 2 * SPLITCHAN_KEY_LEN)
-		rc = os_error_set(err, EINVAL, "key file %s: expected %d hex digits, found %zu bytes",
-				  path, 2 * SPLITCHAN_KEY_LEN, len);
+		rc = os_error_set(err, EINVAL,
+				  "key file %s: expected %d hex digits, found %zu bytes", path,
+				  2 * SPLITCHAN_KEY_LEN, len);
 	for (size_t i = 0; rc == 0 && i < SPLITCHAN_KEY_LEN; i++) {
 		int hi = hexval(text[2 * i]), lo = hexval(text[2 * i + 1]);
 		if (hi < 0 || lo < 0)
@@ -120,7 +121,8 @@ static int send_all(int fd, const void *data, size_t len, os_error *err)
 {
 	const char *p = data;
 	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL); /* a closed peer is an error, not SIGPIPE */
+		ssize_t n =
+			send(fd, p, len, MSG_NOSIGNAL); /* a closed peer is an error, not SIGPIPE */
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -186,8 +188,8 @@ static int read_exact(struct splitchan *ch, void *out, size_t n, int64_t deadlin
 }
 
 static void session_keys(struct splitchan *ch, const uint8_t key[SPLITCHAN_KEY_LEN],
-			 const uint8_t nl[SPLITCHAN_NONCE_LEN], const uint8_t ns[SPLITCHAN_NONCE_LEN],
-			 int launcher)
+			 const uint8_t nl[SPLITCHAN_NONCE_LEN],
+			 const uint8_t ns[SPLITCHAN_NONCE_LEN], int launcher)
 {
 	derive(key, launcher ? LABEL_L2S : LABEL_S2L, nl, ns, ch->key_tx);
 	derive(key, launcher ? LABEL_S2L : LABEL_L2S, nl, ns, ch->key_rx);
@@ -252,8 +254,8 @@ int splitchan_handshake_supervisor(struct splitchan *ch, const uint8_t key[SPLIT
 	return 0;
 }
 
-int splitchan_send(struct splitchan *ch, enum splitchan_type type, const void *payload,
-		   size_t len, os_error *err)
+int splitchan_send(struct splitchan *ch, enum splitchan_type type, const void *payload, size_t len,
+		   os_error *err)
 {
 	if (len > SPLITCHAN_MAX_PAYLOAD)
 		return os_error_set(err, EMSGSIZE, "control frame of %zu bytes is over %u", len,
@@ -314,8 +316,8 @@ int splitchan_take(struct splitchan *ch, enum splitchan_type *type, char **paylo
 	return 1;
 }
 
-int splitchan_recv(struct splitchan *ch, int timeout_ms, enum splitchan_type *type,
-		   char **payload, size_t *len, os_error *err)
+int splitchan_recv(struct splitchan *ch, int timeout_ms, enum splitchan_type *type, char **payload,
+		   size_t *len, os_error *err)
 {
 	int64_t deadline = now_ms() + timeout_ms;
 	for (;;) {

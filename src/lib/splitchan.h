@@ -53,8 +53,8 @@ int splitchan_handshake_supervisor(struct splitchan *ch, const uint8_t key[SPLIT
 				   int timeout_ms, os_error *err);
 
 /* Sends one authenticated frame (blocking). */
-int splitchan_send(struct splitchan *ch, enum splitchan_type type, const void *payload,
-		   size_t len, os_error *err);
+int splitchan_send(struct splitchan *ch, enum splitchan_type type, const void *payload, size_t len,
+		   os_error *err);
 /* Sends a JSON value as one frame. */
 int splitchan_send_json(struct splitchan *ch, enum splitchan_type type, const json_t *json,
 			os_error *err);
@@ -69,8 +69,8 @@ int splitchan_take(struct splitchan *ch, enum splitchan_type *type, char **paylo
 		   os_error *err);
 /* pump + take until a frame arrives or timeout_ms passes (ETIMEDOUT), or the
  * peer closes (EPIPE). */
-int splitchan_recv(struct splitchan *ch, int timeout_ms, enum splitchan_type *type,
-		   char **payload, size_t *len, os_error *err);
+int splitchan_recv(struct splitchan *ch, int timeout_ms, enum splitchan_type *type, char **payload,
+		   size_t *len, os_error *err);
 
 /* Pure helper exposed for tests and the fuzzer: the tag of a frame. */
 void splitchan_mac(const uint8_t key[SHA256_LEN], uint64_t seq, uint8_t type, const void *payload,

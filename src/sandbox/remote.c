@@ -74,8 +74,7 @@ static int parse_args(int argc, char **argv, struct remote_options *o)
 }
 
 /* "A.B.C.D:PORT" or "[v6]:PORT": literals only, the launcher has no resolver. */
-static int parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t *len,
-			  os_error *err)
+static int parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t *len, os_error *err)
 {
 	const char *colon = strrchr(s, ':');
 	uint64_t port;
@@ -110,7 +109,8 @@ static int parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t 
 /* One connect attempt with a deadline: 0 connected, else the errno. */
 static int try_connect(const struct sockaddr_storage *ss, socklen_t len, int timeout_ms, int *out)
 {
-	_cleanup_close_ int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	_cleanup_close_ int fd =
+		socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return errno;
 	if (connect(fd, (const struct sockaddr *)ss, len) < 0) {
@@ -151,7 +151,8 @@ static int connect_supervisor(const char *target, int *out, os_error *err)
 		if (e == 0)
 			return 0;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		long spent = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+		long spent = (now.tv_sec - start.tv_sec) * 1000 +
+			     (now.tv_nsec - start.tv_nsec) / 1000000;
 		bool transient = e == ECONNREFUSED || e == ETIMEDOUT || e == ENETUNREACH ||
 				 e == EHOSTUNREACH;
 		if (!transient || spent >= CONNECT_RETRY_MS)
@@ -214,7 +215,7 @@ static json_t *break_test(const char *text, size_t len, bool *breached, os_error
 	size_t i;
 	json_t *p;
 	*breached = false;
-	json_array_foreach(probes, i, p) {
+	json_array_foreach (probes, i, p) {
 		const char *got = json_is_string(p) ? probe(json_string_value(p), err) : NULL;
 		if (!got)
 			return os_error_prefix(err, "probe %zu", i), NULL;
@@ -378,8 +379,8 @@ static int relay(struct splitchan *ch, pid_t runner, int pidfd, int status_rd)
 	return 128 + SIGKILL;
 }
 
-static noreturn void runner_main(struct splitchan *ch, const struct launch_spec *s,
-				 pid_t parent, int status_wr)
+static noreturn void runner_main(struct splitchan *ch, const struct launch_spec *s, pid_t parent,
+				 int status_wr)
 {
 	/* Nothing of the channel survives into the runner, let alone the agent. */
 	close(ch->fd);
@@ -422,9 +423,9 @@ static int step_launch(struct splitchan *ch, const char *text, size_t len)
 	os_error err = { 0 };
 	if (spec_parse(text, len, &spec, &err) < 0) {
 		status_fail("spec", &err);
-		_cleanup_json_ json_t *line = json_pack("{s:s,s:i,s:s}", "step", "spec", "errno",
-							err.code ? err.code : EINVAL, "message",
-							err.msg);
+		_cleanup_json_ json_t *line =
+			json_pack("{s:s,s:i,s:s}", "step", "spec", "errno",
+				  err.code ? err.code : EINVAL, "message", err.msg);
 		if (line)
 			splitchan_send_json(ch, SPLITCHAN_STATUS, line, NULL);
 		splitchan_send(ch, SPLITCHAN_LAUNCHED, "", 0, NULL);

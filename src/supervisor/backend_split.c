@@ -62,14 +62,15 @@ static int take_config(struct split *s, const struct backend_descriptor *d, os_e
 			      : 0;
 }
 
-static int listen_on(struct in_addr addr, uint16_t port, int *out, uint16_t *bound,
-		     os_error *err)
+static int listen_on(struct in_addr addr, uint16_t port, int *out, uint16_t *bound, os_error *err)
 {
 	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return os_error_errno(err, "socket");
 	int one = 1;
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr = addr, .sin_port = htons(port) };
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr = addr,
+				   .sin_port = htons(port) };
 	socklen_t len = sizeof(sin);
 	char a[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &addr, a, sizeof(a));

@@ -21,8 +21,8 @@
 #define STATUS_MS 30000
 #define STATUS_LINES_MAX 256
 
-static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-					  "https_proxy", "ALL_PROXY",  "all_proxy" };
+static const char *const proxy_vars[] = { "HTTP_PROXY",	 "HTTPS_PROXY", "http_proxy",
+					  "https_proxy", "ALL_PROXY",	"all_proxy" };
 
 /* Pod mode: the proxy listens on the listen address, the workload dials the
  * advertised one. */
@@ -36,7 +36,8 @@ static int readdress_proxy(const struct split *s, json_t *spec, os_error *err)
 	for (size_t i = 0; json_is_object(env) && i < sizeof(proxy_vars) / sizeof(*proxy_vars); i++)
 		if (json_object_get(env, proxy_vars[i]) &&
 		    json_object_set_new(env, proxy_vars[i], json_string(url)) < 0)
-			return os_error_set(err, ENOMEM, "launch spec: rewriting the proxy address");
+			return os_error_set(err, ENOMEM,
+					    "launch spec: rewriting the proxy address");
 	return 0;
 }
 

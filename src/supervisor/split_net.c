@@ -163,13 +163,13 @@ static json_t *control_rule(const struct split *s)
 {
 	char addr[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &s->advertise_addr, addr, sizeof(addr));
-	return json_pack(
-		"{s:{s:{s:s, s:s, s:s, s:[{s:{s:s, s:{s:{s:s, s:s}}, s:s}},"
-		" {s:{s:s, s:{s:{s:s, s:s}}, s:i}}, {s:n}]}}}",
-		"add", "rule", "family", "inet", "table", NFT_FENCE_TABLE, "chain", "output", "expr",
-		"match", "op", "==", "left", "payload", "protocol", "ip", "field", "daddr", "right",
-		addr, "match", "op", "==", "left", "payload", "protocol", "tcp", "field", "dport",
-		"right", (json_int_t)s->control_port, "accept");
+	return json_pack("{s:{s:{s:s, s:s, s:s, s:[{s:{s:s, s:{s:{s:s, s:s}}, s:s}},"
+			 " {s:{s:s, s:{s:{s:s, s:s}}, s:i}}, {s:n}]}}}",
+			 "add", "rule", "family", "inet", "table", NFT_FENCE_TABLE, "chain",
+			 "output", "expr", "match", "op", "==", "left", "payload", "protocol", "ip",
+			 "field", "daddr", "right", addr, "match", "op", "==", "left", "payload",
+			 "protocol", "tcp", "field", "dport", "right", (json_int_t)s->control_port,
+			 "accept");
 }
 
 /* Inserts the control rule before the output chain's first logging rule
@@ -178,14 +178,15 @@ static int add_control_rule(json_t *cmds, const struct split *s, os_error *err)
 {
 	size_t i;
 	json_t *c;
-	json_array_foreach(cmds, i, c) {
+	json_array_foreach (cmds, i, c) {
 		json_t *r = json_object_get(json_object_get(c, "add"), "rule");
 		json_t *first = json_array_get(json_object_get(r, "expr"), 0);
 		const char *chain = json_string_value(json_object_get(r, "chain"));
 		if (chain && strcmp(chain, "output") == 0 && json_object_get(first, "limit")) {
 			json_t *rule = control_rule(s);
 			if (!rule || json_array_insert_new(cmds, i, rule) < 0)
-				return os_error_set(err, ENOMEM, "fence: building the control rule");
+				return os_error_set(err, ENOMEM,
+						    "fence: building the control rule");
 			return 0;
 		}
 	}
@@ -363,7 +364,7 @@ int split_net_launcher_pid(const struct split *s, pid_t *pid, os_error *err)
 		return -1;
 	*pid = holder_of(ns_ino, inode);
 	if (*pid <= 0)
-		return os_error_set(err, ESRCH, "no process in the agent namespace holds socket %lu",
-				    inode);
+		return os_error_set(err, ESRCH,
+				    "no process in the agent namespace holds socket %lu", inode);
 	return 0;
 }

@@ -42,9 +42,9 @@ static void audit(const struct split *s, const char *event, const char *peer, co
 	gmtime_r(&now.tv_sec, &tm);
 	if (strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		ts[0] = '\0';
-	_cleanup_json_ json_t *rec = json_pack("{s:s, s:s, s:s, s:s, s:s}", "time", ts, "event",
-					       event, "sandbox", s->id, "peer", peer, "detail",
-					       detail ? detail : "");
+	_cleanup_json_ json_t *rec =
+		json_pack("{s:s, s:s, s:s, s:s, s:s}", "time", ts, "event", event, "sandbox", s->id,
+			  "peer", peer, "detail", detail ? detail : "");
 	if (rec && s->ctx.audit)
 		s->ctx.audit(s->ctx.audit_user, rec);
 }
@@ -55,7 +55,8 @@ static int accept_one(struct split *s, int64_t deadline, char *peer, size_t cap,
 		int64_t left = deadline - now_ms();
 		if (left <= 0)
 			return os_error_set(err, ETIMEDOUT,
-					    "no authenticated launcher within %u ms", s->confirm_ms);
+					    "no authenticated launcher within %u ms",
+					    s->confirm_ms);
 		struct pollfd p = { .fd = s->control_fd, .events = POLLIN };
 		int n = poll(&p, 1, (int)left);
 		if (n < 0 && errno != EINTR)

@@ -143,7 +143,8 @@ def fake_session(fake, marker, forged_spec_first=False):
         kind, payload = fake.recv()
         out["report"] = (kind, json.loads(payload))
         fake.send(SPEC, {"argv": ["/bin/sh", "-c", f"echo ran > {marker}"], "user": 65534,
-                         "group": 65534})
+                         "group": 65534, "filesystem": {"read_only": ["/"],
+                                                        "read_write": ["/tmp", "/dev/null"]}})
         kinds = []
         while True:
             kind, payload = fake.recv()
