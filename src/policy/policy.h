@@ -193,6 +193,15 @@ const char *policy_verdict_name(enum policy_verdict v);
 void policy_decide_connect(const struct policy_gen *g, const char *host, uint16_t port,
 			   const char *const *chain, size_t n, struct policy_decision *out);
 
+/* L4 without caller identity, for boundaries where it cannot cross (split
+ * pods) and only when the operator chose `split_binary_identity =
+ * "endpoint-only"`: binaries lists are not consulted. */
+void policy_decide_connect_endpoint_only(const struct policy_gen *g, const char *host,
+					 uint16_t port, struct policy_decision *out);
+
+/* True when some policy restricts binaries (what endpoint-only cannot enforce). */
+bool policy_restricts_binaries(const struct policy_gen *g);
+
 /* L7 on an endpoint returned by policy_decide_connect. raw_target is the
  * request target as received; canon (cap canon_cap) receives the canonical
  * path to forward (may be NULL). */

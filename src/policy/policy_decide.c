@@ -46,6 +46,7 @@ struct l4_ctx {
 	uint16_t port;
 	const char *const *chain;
 	size_t n;
+	bool any_binary; /* endpoint-only: the caller cannot be identified by design */
 	bool host_seen, port_seen;
 	const struct policy_endpoint *best;
 };
@@ -59,7 +60,7 @@ static bool l4_visit(const struct policy_endpoint *ep, void *p)
 	if (!has_port(ep, c->port))
 		return true;
 	c->port_seen = true;
-	if (bin_set_match(&c->g->bins[ep->policy_index], c->chain, c->n))
+	if (c->any_binary || bin_set_match(&c->g->bins[ep->policy_index], c->chain, c->n))
 		c->best = ep;
 	return true;
 }
@@ -70,8 +71,9 @@ static void set(struct policy_decision *out, enum policy_verdict v, enum policy_
 	out->reason = r;
 }
 
-void policy_decide_connect(const struct policy_gen *g, const char *host, uint16_t port,
-			   const char *const *chain, size_t n, struct policy_decision *out)
+static void decide_connect(const struct policy_gen *g, const char *host, uint16_t port,
+			   const char *const *chain, size_t n, bool any_binary,
+			   struct policy_decision *out)
 {
 	memset(out, 0, sizeof *out);
 	char h[HOST_NAME_CAP];
@@ -86,14 +88,16 @@ void policy_decide_connect(const struct policy_gen *g, const char *host, uint16_
 			 (unsigned)port);
 		return;
 	}
-	if (n == 0 || !chain) {
+	if (!any_binary && (n == 0 || !chain)) {
 		set(out, POLICY_DENY, POLICY_R_BINARY_UNKNOWN);
 		snprintf(out->detail, sizeof out->detail,
 			 "CONNECT %s:%u: calling binary could not be identified", h,
 			 (unsigned)port);
 		return;
 	}
-	struct l4_ctx c = { .g = g, .port = port, .chain = chain, .n = n };
+	struct l4_ctx c = {
+		.g = g, .port = port, .chain = chain, .n = n, .any_binary = any_binary
+	};
 	for_each_host_match(g, h, l4_visit, &c);
 	if (c.best) {
 		set(out, POLICY_ALLOW, POLICY_R_ALLOWED);
@@ -110,6 +114,18 @@ void policy_decide_connect(const struct policy_gen *g, const char *host, uint16_
 			  : POLICY_R_NO_ENDPOINT);
 	snprintf(out->detail, sizeof out->detail, "CONNECT %s:%u not permitted by policy", h,
 		 (unsigned)port);
+}
+
+void policy_decide_connect(const struct policy_gen *g, const char *host, uint16_t port,
+			   const char *const *chain, size_t n, struct policy_decision *out)
+{
+	decide_connect(g, host, port, chain, n, false, out);
+}
+
+void policy_decide_connect_endpoint_only(const struct policy_gen *g, const char *host,
+					 uint16_t port, struct policy_decision *out)
+{
+	decide_connect(g, host, port, NULL, 0, true, out);
 }
 
 void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a, uint16_t port,
@@ -161,4 +177,13 @@ bool policy_credential_allowed(const struct policy_gen *g, const char *provider,
 	struct cred_ctx c = { .provider = provider, .port = port };
 	for_each_host_match(g, h, cred_visit, &c);
 	return c.ok;
+}
+
+bool policy_restricts_binaries(const struct policy_gen *g)
+{
+	const struct policy_doc *d = policy_gen_doc(g);
+	for (size_t i = 0; i < d->n_networks; i++)
+		if (d->networks[i].n_binaries > 0)
+			return true;
+	return false;
 }

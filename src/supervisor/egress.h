@@ -7,6 +7,7 @@
 #define OS_SUPERVISOR_EGRESS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -24,6 +25,7 @@ struct egress_options {
 	const char *audit_log; /* NULL = stderr */
 	const char *run_dir; /* CA files for the agent go here (0755 dir) */
 	const char *workdir; /* the agent's /sandbox, or NULL */
+	bool endpoint_only; /* --binary-identity endpoint-only (operator): split pods */
 };
 
 struct egress;

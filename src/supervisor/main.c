@@ -40,7 +40,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: openshell-supervisor --backend inpod|split --sandbox-id ID --proxy-port N\n"
-		"         [--max-processes N] [--max-memory-mb M]\n"
+		"         [--max-processes N] [--max-memory-mb M]"
+		" [--binary-identity kernel|endpoint-only]\n"
 		"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
 		" -- CMD [ARG...]\n"
 		"       split: --split-key FILE --split-control-port N [--split-mode local|pod]\n"
@@ -139,7 +140,14 @@ static int parse_args(int argc, char **argv, struct options *o, os_error *err)
 			o->egress.run_dir = v;
 		else if (strcmp(a, "--workdir") == 0)
 			o->egress.workdir = v;
-		else if (strcmp(a, "--max-processes") == 0) {
+		else if (strcmp(a, "--binary-identity") == 0) {
+			if (strcmp(v, "endpoint-only") != 0 && strcmp(v, "kernel") != 0)
+				return os_error_set(err, EINVAL,
+						    "--binary-identity: expected kernel or "
+						    "endpoint-only, got \"%s\"",
+						    v);
+			o->egress.endpoint_only = strcmp(v, "endpoint-only") == 0;
+		} else if (strcmp(a, "--max-processes") == 0) {
 			if (parse_u64_str(v, 1, 1u << 22, &o->max_processes, err) < 0)
 				return os_error_prefix(err, "--max-processes");
 		} else if (strcmp(a, "--max-memory-mb") == 0) {

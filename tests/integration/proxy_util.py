@@ -87,16 +87,19 @@ class Upstream:
 class Proxy:
     """openshell-proxy on 127.0.0.1 with identity rooted at this test process."""
 
-    def __init__(self, upstream, policy_text, credentials=None, inference=None, extra=()):
+    def __init__(self, upstream, policy_text, credentials=None, inference=None, extra=(),
+                 identity=True):
         self.up = upstream
         self.dir = tempfile.mkdtemp(prefix="proxy-run-", dir=upstream.dir)
         self.policy = os.path.join(self.dir, "policy.yaml")
         self.audit = os.path.join(self.dir, "audit.log")
         self.set_policy(policy_text)
         args = [PROXY_BIN, "--listen", "127.0.0.1:0", "--policy", self.policy,
-                "--identity-pid", str(os.getpid()), "--hosts", os.path.join(upstream.dir, "hosts"),
+                "--hosts", os.path.join(upstream.dir, "hosts"),
                 "--dns", "192.0.2.53", "--upstream-ca", f"{upstream.dir}/ca.pem",
                 "--ca-dir", self.dir, "--audit-log", self.audit, "--sandbox-id", "test", *extra]
+        if identity:
+            args += ["--identity-pid", str(os.getpid())]
         for flag, obj in (("--credentials", credentials), ("--inference", inference)):
             if obj is not None:
                 path = os.path.join(self.dir, flag[2:] + ".json")

@@ -357,3 +357,18 @@ def test_slow_request_head_times_out(upstream):
         s.close()
     finally:
         p.stop()
+
+
+@pytest.mark.parametrize("mode,want", [("kernel", 403), ("endpoint-only", 200)])
+def test_endpoint_only_mode_for_unidentifiable_callers(upstream, mode, want):
+    """Split pods: caller identity cannot cross pods. By default such callers
+    are denied whatever the endpoint; the operator's `endpoint-only` choice
+    judges them by endpoint alone (binaries lists are not consulted)."""
+    p = Proxy(upstream, POLICY, identity=False, extra=("--binary-identity", mode))
+    try:
+        assert p.curl("http://upstream.test/eo")[0] == want
+        p.curl("http://unlisted.test/")  # endpoint rules still apply in both modes
+        rec = last_audit(p, host="unlisted.test")
+        assert rec and rec["decision"] == "deny"
+    finally:
+        p.stop()

@@ -40,6 +40,9 @@ struct proxy_config {
 	SSL_CTX *upstream_tls; /* client context for upstream TLS */
 	struct credentials *creds; /* may be NULL */
 	struct inference_routes *inference; /* may be NULL: inference.local denied */
+	/* Operator's choice for boundaries where caller identity cannot cross
+	 * (split pods): judge by endpoint only, ignoring binaries lists. */
+	bool endpoint_only;
 	struct proxy_limits limits;
 };
 

@@ -21,7 +21,7 @@ struct proxy {
 	struct conn *conns;
 	unsigned n_conns;
 	uint64_t serial; /* bumped by proxy_policy_changed */
-	bool freeing;    /* proxy_free: nothing is on the stack, free at once */
+	bool freeing; /* proxy_free: nothing is on the stack, free at once */
 };
 
 void proxy_limits_default(struct proxy_limits *l)

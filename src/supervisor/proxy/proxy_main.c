@@ -23,6 +23,7 @@ struct opts {
 	const char *audit_log, *sandbox_id;
 	long identity_pid;
 	unsigned max_conns, head_timeout_ms;
+	bool endpoint_only;
 };
 
 struct state {
@@ -39,7 +40,8 @@ static void usage(void)
 		"         [--hosts FILE] [--dns IP[:PORT],...] [--upstream-ca FILE] [--ca-dir "
 		"DIR]\n"
 		"         [--credentials FILE] [--inference FILE] [--audit-log FILE]\n"
-		"         [--sandbox-id ID] [--max-conns N] [--head-timeout-ms MS]\n");
+		"         [--sandbox-id ID] [--max-conns N] [--head-timeout-ms MS]\n"
+		"         [--binary-identity kernel|endpoint-only]\n");
 }
 
 static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
@@ -68,6 +70,12 @@ static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
 			if (parse_u64_str(v, 1, INT32_MAX, &n, err) < 0)
 				return os_error_prefix(err, "--identity-pid");
 			o->identity_pid = (long)n;
+		} else if (!strcmp(a, "--binary-identity")) {
+			if (strcmp(v, "kernel") != 0 && strcmp(v, "endpoint-only") != 0)
+				return os_error_set(
+					err, EINVAL,
+					"--binary-identity: expected kernel or endpoint-only");
+			o->endpoint_only = strcmp(v, "endpoint-only") == 0;
 		} else if (!strcmp(a, "--head-timeout-ms")) {
 			if (parse_u64_str(v, 1, 3600000, &n, err) < 0)
 				return os_error_prefix(err, "--head-timeout-ms");
@@ -161,6 +169,7 @@ static int run(struct state *st, os_error *err)
 	proxy_limits_default(&cfg.limits);
 	if (o->max_conns)
 		cfg.limits.max_conns = o->max_conns;
+	cfg.endpoint_only = o->endpoint_only;
 	if (o->head_timeout_ms)
 		cfg.limits.head_timeout_ms = o->head_timeout_ms;
 	struct policy_gen *g = load_policy(o->policy, err);

@@ -113,7 +113,10 @@ static bool judge_connect(struct conn *c)
 		policy_unref(c->gen);
 	c->gen = proxy_current(c->proxy, &c->gen_serial);
 	struct policy_decision d;
-	policy_decide_connect(c->gen, c->host, c->port, c->chain, c->n_chain, &d);
+	if (proxy_cfg(c->proxy)->endpoint_only && !c->identified)
+		policy_decide_connect_endpoint_only(c->gen, c->host, c->port, &d);
+	else
+		policy_decide_connect(c->gen, c->host, c->port, c->chain, c->n_chain, &d);
 	if (d.verdict == POLICY_DENY) {
 		if (c->id_failed && (d.reason == POLICY_R_BINARY_NOT_ALLOWED ||
 				     d.reason == POLICY_R_BINARY_UNKNOWN)) {
