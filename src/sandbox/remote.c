@@ -263,7 +263,8 @@ static int step_go(struct splitchan *ch, char **spec, size_t *len, os_error *err
 		*spec = text;
 		return 0;
 	}
-	_cleanup_free_ char *owned = text;
+	_cleanup_free_ char *owned = text; /* freed on every path below */
+	(void)owned;
 	if (type != SPLITCHAN_ABORT)
 		return os_error_set(err, EPROTO, "expected the launch spec, got frame type %d",
 				    (int)type);
