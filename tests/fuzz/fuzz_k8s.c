@@ -44,7 +44,7 @@ static void check_request(const char *d, size_t n)
 		if (!sup || strcmp(sup, "kata-sup") != 0)
 			abort(); /* a caller moved the supervisor */
 		json_t *pods[] = { k8s_render_supervisor_pod(&settings, rec, NULL),
-				   k8s_render_workload_pod(&settings, rec, NULL),
+				   k8s_render_workload_pod(&settings, rec, NULL, "10.96.0.1"),
 				   k8s_render_fence(&settings, rec, NULL) };
 		for (size_t i = 0; i < 3; i++) {
 			char *s = pods[i] ? json_to_string(pods[i]) : NULL;

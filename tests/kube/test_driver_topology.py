@@ -1,7 +1,7 @@
 # Both topologies against the real apiserver: the objects, their order, their
 # labels and owners, restricted Pod Security, and the lifecycle (stop keeps the
 # long-lived objects, start recreates the Pods, delete leaves nothing).
-import os
+import base64, os
 
 from driver_util import (KINDS, drv, ns, mark_ready, poll, rv, uid)  # noqa: F401
 
@@ -59,15 +59,27 @@ def test_dedicated_objects_and_order(kube, drv):
     assert agent["image"] == "registry.invalid/custom:2"
     assert agent["securityContext"]["allowPrivilegeEscalation"] is False
     assert agent["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-    proxy = f"http://os-d1-supervisor.{drv.ns}.svc:3128"
+    # The launcher has no resolver and the fence allows no DNS: the Service's IP.
+    svc_ip = objs["Service"][0]["spec"]["clusterIP"]
+    proxy = f"http://{svc_ip}:3128"
     assert env_of(agent)["HTTPS_PROXY"] == proxy and env_of(agent)["HTTP_PROXY"] == proxy
-    assert agent["command"][0] == "/opt/openshell/bin/openshell-sandbox"
+    assert agent["command"] == ["/opt/openshell/bin/openshell-sandbox", "--supervisor",
+                                f"{svc_ip}:7443", "--trust", "/etc/openshell/trust/sandbox.key"]
     assert ws["initContainers"][0]["image"] == "registry.invalid/openshell-supervisor:1"
     vols = {v["name"]: v for v in ws["volumes"]}
     assert vols["workspace"]["persistentVolumeClaim"]["claimName"] == "os-d1-workspace"
     # The workload never mounts the supervisor's credentials.
     assert all(v.get("secret", {}).get("secretName") != "os-d1-supervisor" for v in ws["volumes"])
-    assert sup["spec"]["containers"][0]["command"][:3] == ["openshell-supervisor", "--backend", "split"]
+    sc = sup["spec"]["containers"][0]
+    assert sc["command"][:3] == ["openshell-supervisor", "--backend", "split"]
+    assert "--split-advertise" in sc["command"] and "$(OPENSHELL_POD_IP)" in sc["command"]
+    pod_ip = next(e for e in sc["env"] if e["name"] == "OPENSHELL_POD_IP")
+    assert pod_ip["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    # Both sides hold the same per-sandbox key; only the supervisor's holds the policy.
+    secrets = {o["metadata"]["name"]: o["data"] for o in objs["Secret"]}
+    assert secrets["os-d1-supervisor"]["sandbox.key"] == secrets["os-d1-trust"]["sandbox.key"]
+    assert set(secrets["os-d1-trust"]) == {"sandbox.key"}
+    assert base64.b64decode(secrets["os-d1-supervisor"]["policy.yaml"]) == b"version: 1\n"
     svc = objs["Service"][0]
     assert svc["spec"]["selector"]["openshell.ai/component"] == "supervisor"
 
@@ -103,14 +115,19 @@ def test_dns_peers_in_fence(kube, drv):
 
 def test_combined_objects(kube, drv):
     drv.configure(topology="combined")
-    r = drv.create("k1")
+    spec = drv.dir / "spec.json"
+    spec.write_text('{"command": ["python3", "agent.py"]}')
+    r = drv.create("k1", "--spec-json", str(spec))
     assert r.rc == 0, r
     objs = drv.all_objects("k1")
     assert [p["metadata"]["name"] for p in objs["Pod"]] == ["os-k1-sandbox"]
     assert objs["NetworkPolicy"] == [] and objs["Service"] == []
     spec = objs["Pod"][0]["spec"]
     agent = spec["containers"][0]
-    assert agent["command"][:3] == ["/opt/openshell/bin/openshell-supervisor", "--backend", "inpod"]
+    cmd = agent["command"]
+    assert cmd[:3] == ["/opt/openshell/bin/openshell-supervisor", "--backend", "inpod"]
+    assert cmd[cmd.index("--launcher") + 1] == "/opt/openshell/bin/openshell-sandbox"
+    assert cmd[cmd.index("--"):] == ["--", "python3", "agent.py"]
     assert agent["securityContext"]["runAsUser"] == 0
     assert sorted(agent["securityContext"]["capabilities"]["add"]) == ["NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE"]
     init = spec["initContainers"][0]
@@ -191,6 +208,8 @@ network_policies:
     r = drv.create("b2", "--policy", str(pol))
     assert r.rc == 0, r
     assert r.json["placement"]["endpoint_only_identity"] is True
+    sec = kube.client.get(drv.path("Secret", "os-b2-supervisor"))
+    assert base64.b64decode(sec["data"]["policy.yaml"]).decode() == pol.read_text()
 
 
 def test_get_shows_pods_events_and_conditions(kube, drv):

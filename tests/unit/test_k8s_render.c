@@ -10,10 +10,12 @@
 
 #include <cmocka.h>
 
+#include "cleanup.h"
 #include "config.h"
 #include "json.h"
 #include "k8s_client.h"
 #include "k8s_render.h"
+#include "policy.h"
 
 struct fx {
 	struct config *cfg;
@@ -85,7 +87,7 @@ static void supervisor_pod_gets_configured_class_workload_its_own(void **state)
 	json_t *rec = validate(&f, request("a1", NULL), &err);
 	assert_non_null(rec);
 	json_t *sup = k8s_render_supervisor_pod(&f.s, rec, NULL);
-	json_t *wl = k8s_render_workload_pod(&f.s, rec, NULL);
+	json_t *wl = k8s_render_workload_pod(&f.s, rec, NULL, "10.96.0.10");
 	assert_string_equal(json_string_value(P(sup, "spec", "runtimeClassName")),
 			    "kata-supervisor");
 	assert_string_equal(json_string_value(P(wl, "spec", "runtimeClassName")), "kata-workload");
@@ -103,7 +105,7 @@ static void supervisor_class_unset_means_no_field_even_with_kata_workload(void *
 	json_t *rec = validate(&f, request("a2", "{\"runtime_class_name\": \"kata\"}"), &err);
 	assert_non_null(rec);
 	json_t *sup = k8s_render_supervisor_pod(&f.s, rec, NULL);
-	json_t *wl = k8s_render_workload_pod(&f.s, rec, NULL);
+	json_t *wl = k8s_render_workload_pod(&f.s, rec, NULL, "10.96.0.10");
 	assert_null(json_object_get(json_object_get(sup, "spec"), "runtimeClassName"));
 	assert_true(json_is_null(P(rec, "placement", "supervisor_runtime_class")));
 	assert_string_equal(json_string_value(P(wl, "spec", "runtimeClassName")), "kata");
@@ -188,7 +190,7 @@ static void reserved_env_labels_and_bad_ids_rejected(void **state)
 				      "\"1Gi\"}}"),
 			      &err);
 	assert_non_null(ok);
-	json_t *wl = k8s_render_workload_pod(&f.s, ok, NULL);
+	json_t *wl = k8s_render_workload_pod(&f.s, ok, NULL, "10.96.0.10");
 	assert_string_equal(json_string_value(P(wl, "metadata", "labels", "team")), "a");
 	json_t *agent = json_array_get(P(wl, "spec", "containers"), 0);
 	assert_string_equal(json_string_value(P(agent, "resources", "limits", "memory")), "1Gi");
@@ -229,7 +231,7 @@ static void workload_pod_is_restricted_gated_and_proxied(void **state)
 	os_error err = { 0 };
 	assert_int_equal(load(&f, "sandbox_uid = 1234\n", &err), 0);
 	json_t *rec = validate(&f, request("w1", NULL), &err);
-	json_t *wl = k8s_render_workload_pod(&f.s, rec, NULL);
+	json_t *wl = k8s_render_workload_pod(&f.s, rec, NULL, "10.96.0.10");
 	const json_t *spec = P(wl, "spec");
 	assert_string_equal(
 		json_string_value(
@@ -249,7 +251,7 @@ static void workload_pod_is_restricted_gated_and_proxied(void **state)
 	json_array_foreach (json_object_get(agent, "env"), i, e) {
 		if (!strcmp(json_string_value(json_object_get(e, "name")), "HTTPS_PROXY"))
 			proxied = !strcmp(json_string_value(json_object_get(e, "value")),
-					  "http://os-w1-supervisor.ns1.svc:3128");
+					  "http://10.96.0.10:3128");
 	}
 	assert_true(proxied);
 	json_decref(wl);
@@ -428,6 +430,72 @@ static void watch_lines_are_checked(void **state)
 			k8s_watch_parse_line(bad[i], strlen(bad[i]), &root, &type, &obj, &err), -1);
 }
 
+static const char *argv_at(const json_t *container, size_t i)
+{
+	return json_string_value(json_array_get(json_object_get(container, "command"), i));
+}
+
+/* The command lines are the supervisor's and launcher's real flags. */
+static void commands_match_supervisor_and_launcher_flags(void **state)
+{
+	struct fx f;
+	os_error err = { 0 };
+	assert_int_equal(load(&f, "sandbox_uid = 1500\n", &err), 0);
+	json_t *rec = validate(&f, request("c9", "{\"command\": [\"python3\", \"a.py\"]}"), &err);
+	assert_non_null(rec);
+	json_t *sup = k8s_render_supervisor_pod(&f.s, rec, NULL);
+	json_t *c = json_array_get(P(sup, "spec", "containers"), 0);
+	_cleanup_free_ char *line = json_dumps(json_object_get(c, "command"), JSON_COMPACT);
+	assert_string_equal(line,
+			    "[\"openshell-supervisor\",\"--backend\",\"split\","
+			    "\"--sandbox-id\",\"c9\",\"--proxy-port\",\"3128\",\"--policy\","
+			    "\"/etc/openshell/credentials/policy.yaml\",\"--user\",\"1500\","
+			    "\"--group\",\"1000\",\"--split-mode\",\"pod\",\"--split-key\","
+			    "\"/etc/openshell/credentials/sandbox.key\",\"--split-advertise\","
+			    "\"$(OPENSHELL_POD_IP)\",\"--split-control-port\",\"7443\",\"--\","
+			    "\"python3\",\"a.py\"]");
+	json_t *wl = k8s_render_workload_pod(&f.s, rec, NULL, "10.96.0.7");
+	json_t *agent = json_array_get(P(wl, "spec", "containers"), 0);
+	assert_string_equal(argv_at(agent, 1), "--supervisor");
+	assert_string_equal(argv_at(agent, 2), "10.96.0.7:7443");
+	assert_string_equal(argv_at(agent, 4), "/etc/openshell/trust/sandbox.key");
+	/* Both Secrets carry the same key; only the supervisor's has the policy. */
+	json_t *ss = k8s_render_supervisor_secret(&f.s, rec, NULL, "ab12");
+	json_t *ts = k8s_render_trust_secret(&f.s, rec, NULL, "ab12");
+	assert_string_equal(json_string_value(P(ss, "stringData", "sandbox.key")), "ab12\n");
+	assert_string_equal(json_string_value(P(ts, "stringData", "sandbox.key")), "ab12\n");
+	assert_null(P(ts, "stringData", "policy.yaml"));
+	assert_string_equal(json_string_value(P(ss, "stringData", "policy.yaml")),
+			    K8S_DEFAULT_POLICY);
+	json_decref(ss);
+	json_decref(ts);
+	json_decref(wl);
+	json_decref(sup);
+	json_decref(rec);
+	assert_null(validate(&f, request("c9", "{\"command\": []}"), &err));
+	assert_null(validate(&f, request("c9", "{\"command\": [\"\"]}"), &err));
+	assert_null(validate(&f, request("c9", "{\"command\": \"sh\"}"), &err));
+	unload(&f);
+}
+
+/* With no policy the supervisor starts with one that lets nothing out. */
+static void default_policy_is_valid_and_allows_nothing(void **state)
+{
+	struct policy_doc *doc = NULL;
+	os_error err = { 0 };
+	assert_int_equal(policy_parse("default", K8S_DEFAULT_POLICY, strlen(K8S_DEFAULT_POLICY),
+				      &doc, NULL, &err),
+			 0);
+	assert_int_equal(doc->n_networks, 0);
+	policy_doc_free(doc);
+	char key[K8S_KEY_HEX_LEN + 1], other[K8S_KEY_HEX_LEN + 1];
+	assert_int_equal(k8s_sandbox_key_new(key, &err), 0);
+	assert_int_equal(k8s_sandbox_key_new(other, &err), 0);
+	assert_int_equal(strlen(key), 64);
+	assert_int_equal(strspn(key, "0123456789abcdef"), 64);
+	assert_string_not_equal(key, other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -445,6 +513,8 @@ int main(void)
 		cmocka_unit_test(kubeconfig_refuses_exec_skip_tls_and_bad_base64),
 		cmocka_unit_test(api_status_is_read_and_scrubbed),
 		cmocka_unit_test(watch_lines_are_checked),
+		cmocka_unit_test(commands_match_supervisor_and_launcher_flags),
+		cmocka_unit_test(default_policy_is_valid_and_allows_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
  * and prints JSON. A request is validated before any credential is read. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -91,17 +92,32 @@ static int read_json_file(const char *path, json_t **out, os_error *err)
 	return *out ? 0 : os_error_prefix(err, "%s", path);
 }
 
+/* The policy as the gateway will pass it: validated, summarised, verbatim. */
 static int policy_summary(const char *path, json_t **out, os_error *err)
 {
 	struct policy_doc *doc = NULL;
 	bool restricts = false;
-	if (policy_load_file(path, &doc, NULL, err) < 0)
+	char *text = malloc(K8S_POLICY_MAX + 1);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	if (!text || !f) {
+		free(text);
+		return os_error_errno(err, "policy %s", path);
+	}
+	size_t n = fread(text, 1, K8S_POLICY_MAX + 1, f);
+	if (n > K8S_POLICY_MAX || policy_parse(path, text, n, &doc, NULL, err) < 0) {
+		free(text);
+		if (n > K8S_POLICY_MAX)
+			return os_error_set(err, EFBIG, "policy %s: larger than %u bytes", path,
+					    K8S_POLICY_MAX);
 		return os_error_prefix(err, "policy");
+	}
+	text[n] = '\0';
 	for (size_t i = 0; i < doc->n_networks; i++)
 		restricts = restricts || doc->networks[i].n_binaries > 0;
 	policy_doc_free(doc);
-	*out = json_pack("{s:b}", "restricts_binaries", restricts);
-	return 0;
+	*out = json_pack("{s:b, s:s}", "restricts_binaries", restricts, "yaml", text);
+	free(text);
+	return *out ? 0 : os_error_set(err, ENOMEM, "policy: out of memory");
 }
 
 static int build_request(const struct opts *o, json_t **req, os_error *err)

@@ -290,6 +290,7 @@ static int create_pods(struct k8s_driver *k, const json_t *record, const json_t 
 
 struct ready_ctx {
 	char last_phase[32];
+	json_t *last; /* the Pod as last seen, for its Events */
 };
 
 static int ready_cond(void *ctx, const json_t *pod, os_error *err)
@@ -297,6 +298,8 @@ static int ready_cond(void *ctx, const json_t *pod, os_error *err)
 	struct ready_ctx *rc = ctx;
 	if (!pod)
 		return os_error_set(err, ENOENT, "the supervisor Pod was deleted");
+	json_decref(rc->last);
+	rc->last = json_incref((json_t *)pod);
 	const char *phase =
 		json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
 	snprintf(rc->last_phase, sizeof rc->last_phase, "%s", phase ? phase : "?");
@@ -305,22 +308,14 @@ static int ready_cond(void *ctx, const json_t *pod, os_error *err)
 	return k8s_pod_ready(pod);
 }
 
-/* Latest Events of a Pod, "Reason: message; ...", for error messages. */
-static void pod_events(struct k8s_driver *k, const char *pod, char *out, size_t cap)
+/* A Pod's Events as "Reason: message; ...", for error messages. */
+static void events_text(struct k8s_driver *k, const json_t *pod, char *out, size_t cap)
 {
-	char coll[512], sel[256], q[512], path[1200];
-	_cleanup_json_ json_t *list = NULL;
+	_cleanup_json_ json_t *events = pod ? k8s_pod_events(k, pod) : NULL;
 	size_t n = 0, i;
 	json_t *ev;
 	out[0] = '\0';
-	if (str_format(coll, sizeof coll, NULL, "/api/v1/namespaces/%s/events", k->s.namespace) <
-		    0 ||
-	    str_format(sel, sizeof sel, NULL, "involvedObject.name=%s", pod) < 0 ||
-	    k8s_query_escape(sel, q, sizeof q, NULL) < 0 ||
-	    str_format(path, sizeof path, NULL, "%s?fieldSelector=%s", coll, q) < 0 ||
-	    k8s_call(k->client, "GET", path, NULL, NULL, &list, NULL, NULL) < 0)
-		return;
-	json_array_foreach (json_object_get(list, "items"), i, ev) {
+	json_array_foreach (events, i, ev) {
 		const char *r = json_string_value(json_object_get(ev, "reason"));
 		const char *m = json_string_value(json_object_get(ev, "message"));
 		int w = snprintf(out + n, cap - n, "%s%s: %s", n ? "; " : "", r ? r : "?",
@@ -335,13 +330,16 @@ static void pod_events(struct k8s_driver *k, const char *pod, char *out, size_t 
 static int activate(struct k8s_driver *k, json_t *record, os_error *err)
 {
 	char coll[512], pod[96], events[512];
-	struct ready_ctx rc = { "" };
+	_cleanup_json_ json_t *last = NULL;
+	struct ready_ctx rc = { "", NULL };
 	if (k8s_collection(k, KIND_POD, coll, sizeof coll, err) < 0 ||
 	    k8s_object_name(record, "-supervisor", pod, sizeof pod, err) < 0)
 		return -1;
-	if (k8s_wait_object(k->client, coll, pod, ready_cond, &rc, k->opts.ready_timeout_ms, err) <
-	    0) {
-		pod_events(k, pod, events, sizeof events);
+	int r = k8s_wait_object(k->client, coll, pod, ready_cond, &rc, k->opts.ready_timeout_ms,
+				err);
+	last = rc.last; /* owned here from now on */
+	if (r < 0) {
+		events_text(k, last, events, sizeof events);
 		return os_error_prefix(err, "supervisor Pod %s not Ready (last phase %s%s%s)", pod,
 				       *rc.last_phase ? rc.last_phase : "unknown",
 				       *events ? "; events: " : "", events);

@@ -65,6 +65,10 @@ int k8s_ungate(struct k8s_driver *k, const json_t *record, os_error *err);
 bool k8s_pod_ready(const json_t *pod);
 bool k8s_pod_gated(const json_t *pod);
 
+/* The Events of this very Pod (kind, name and uid) as [{type, reason, message,
+ * count}]; an empty array when they cannot be read (they are advisory). */
+json_t *k8s_pod_events(struct k8s_driver *k, const json_t *pod);
+
 int k8s_status(struct driver *d, json_t *record, json_t **status, os_error *err);
 int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **report,
 		  os_error *err);

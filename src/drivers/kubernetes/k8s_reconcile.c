@@ -80,13 +80,21 @@ int k8s_ungate(struct k8s_driver *k, const json_t *record, os_error *err)
 	return 0;
 }
 
-static json_t *pod_events(struct k8s_driver *k, const char *pod)
+json_t *k8s_pod_events(struct k8s_driver *k, const json_t *pod)
 {
-	char sel[256], q[512], path[1200];
+	char sel[512], q[1024], path[1600];
 	_cleanup_json_ json_t *list = NULL;
 	json_t *out = json_array(), *ev;
 	size_t i;
-	if (str_format(sel, sizeof sel, NULL, "involvedObject.name=%s", pod) < 0 ||
+	const json_t *m = json_object_get(pod, "metadata");
+	const char *name = json_string_value(json_object_get(m, "name"));
+	const char *uid = json_string_value(json_object_get(m, "uid"));
+	/* Kind and uid too: the Service shares the supervisor Pod's name, and an
+	 * earlier Pod of the same name (before stop/start) had other events. */
+	if (!out || !name || !uid ||
+	    str_format(sel, sizeof sel, NULL,
+		       "involvedObject.kind=Pod,involvedObject.name=%s,involvedObject.uid=%s", name,
+		       uid) < 0 ||
 	    k8s_query_escape(sel, q, sizeof q, NULL) < 0 ||
 	    str_format(path, sizeof path, NULL, "/api/v1/namespaces/%s/events?fieldSelector=%s",
 		       k->s.namespace, q) < 0 ||
@@ -112,7 +120,7 @@ static json_t *pod_summary(struct k8s_driver *k, const json_t *pod)
 			 json_object_get(json_object_get(pod, "status"), "phase"), "ready",
 			 k8s_pod_ready(pod), "gated", k8s_pod_gated(pod), "terminating",
 			 terminating(pod), "runtimeClassName", rc ? rc : json_null(), "events",
-			 pod_events(k, name ? name : ""));
+			 k8s_pod_events(k, pod));
 }
 
 static int sandbox_pods(struct k8s_driver *k, const char *id, json_t **pods, os_error *err)

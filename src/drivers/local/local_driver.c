@@ -140,16 +140,48 @@ static int base_args(struct local_driver *ld, const char *id, const char **argv,
 	return 0;
 }
 
+/* True when this sandbox's supervisor keeps a session with the gateway:
+ * it takes the flags and the gateway handed over its URL and token. */
+static bool has_session(struct local_driver *ld, const char *id)
+{
+	return ld->caps.gateway && local_file_exists(ld->state_dir, id, "token") &&
+	       local_file_exists(ld->state_dir, id, "gateway.url");
+}
+
+/* "--gateway URL --token-file PATH": the token stays in its 0600 file,
+ * never in argv or the environment. */
+static int add_session_args(struct local_driver *ld, const char *id, const char **argv, size_t *n,
+			    char *url, char *tok, os_error *err)
+{
+	char path[LOCAL_PATH_MAX];
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	if (!has_session(ld, id))
+		return 0;
+	if (local_path(ld->state_dir, id, "gateway.url", path, err) < 0 ||
+	    file_read_all(path, LOCAL_PATH_MAX - 1, &text, &len, err) < 0)
+		return -1;
+	while (len > 0 && text[len - 1] == '\n')
+		text[--len] = '\0';
+	if (str_copy(url, LOCAL_PATH_MAX, text, err) < 0 ||
+	    local_path(ld->state_dir, id, "token", tok, err) < 0 ||
+	    add_arg(argv, n, "--gateway", err) < 0 || add_arg(argv, n, url, err) < 0 ||
+	    add_arg(argv, n, "--token-file", err) < 0 || add_arg(argv, n, tok, err) < 0)
+		return -1;
+	return 0;
+}
+
 static int spawn(struct local_driver *ld, json_t *record, os_error *err)
 {
 	const char *id = rec_id(record);
 	const json_t *spec = json_object_get(record, "spec");
 	const char *argv[ARGS_MAX] = { NULL };
-	char bufs[7][LOCAL_PATH_MAX], port[16];
+	char bufs[9][LOCAL_PATH_MAX], port[16];
 	size_t n = 0, i;
 	json_t *a;
 	_cleanup_json_ json_t *strs = json_array();
 	if (base_args(ld, id, argv, &n, bufs, port, err) < 0 ||
+	    add_session_args(ld, id, argv, &n, bufs[7], bufs[8], err) < 0 ||
 	    add_env(ld, spec, true, argv, &n, strs, err) < 0 || add_arg(argv, &n, "--", err) < 0 ||
 	    add_env(ld, spec, false, argv, &n, strs, err) < 0)
 		return -1;
@@ -299,6 +331,7 @@ static int local_status(struct driver *d, json_t *record, json_t **out, os_error
 	json_object_set_new(st, "policy_events", json_integer(local_audit_policy(audit, &plast)));
 	json_object_set_new(st, "policy_last", plast ? plast : json_null());
 	json_object_set_new(st, "policy_supported", json_boolean(ld->caps.policy));
+	json_object_set_new(st, "session_required", json_boolean(has_session(ld, id)));
 	*out = st;
 	return 0;
 }
@@ -368,10 +401,14 @@ static int local_configure(struct driver *d, json_t *record, const struct driver
 	    (m->inference_json &&
 	     local_file_put(ld->state_dir, id, "inference.json", m->inference_json, err) < 0) ||
 	    (m->sandbox_token &&
-	     local_file_put(ld->state_dir, id, "token", m->sandbox_token, err) < 0))
+	     local_file_put(ld->state_dir, id, "token", m->sandbox_token, err) < 0) ||
+	    (m->gateway_url &&
+	     local_file_put(ld->state_dir, id, "gateway.url", m->gateway_url, err) < 0))
 		return -1;
 	if (!m->policy_yaml && !m->credentials_json && !m->inference_json)
 		return 0;
+	if (has_session(ld, id))
+		return 0; /* the gateway pushes policies on the session; files serve the next start */
 	struct local_pid pid;
 	if (read_pid(ld, id, &pid) < 0 || !local_proc_alive(&pid))
 		return 0; /* read at the next start */

@@ -4,14 +4,21 @@
  *
  * State on disk, STATE_DIR/sandboxes/ID/ (0700): workspace/, supervisor.log,
  * audit.log, supervisor.pid, exit, stop_requested, and the 0600 files the
- * supervisor takes (policy.yaml, credentials.json, inference.json, token).
+ * supervisor takes (policy.yaml, credentials.json, inference.json, token,
+ * gateway.url).
  * The disk is the truth about processes: a gateway that restarts re-adopts
  * whatever supervisor.pid still names (pid + start time).
  *
- * Policy updates: configure() rewrites policy.yaml and sends SIGHUP; the
- * supervisor answers with an audit record {"event":"policy","reason":
- * "policy_loaded"|"policy_invalid"} that status() reports as "policy_events"
- * (count) and "policy_last". */
+ * Supervisor session: when the supervisor takes --gateway, it is started
+ * with --gateway URL (the file gateway.url) --token-file STATE/.../token and
+ * keeps a session with the gateway, which pushes policy updates on it;
+ * status() then says "session_required": true (Ready needs a live session)
+ * and configure() only rewrites policy.yaml for the next start.
+ *
+ * Fallback for supervisors without --gateway: configure() rewrites
+ * policy.yaml and sends SIGHUP; the supervisor answers with an audit record
+ * {"event":"policy","reason":"policy_loaded"|"policy_invalid"} that status()
+ * reports as "policy_events" (count) and "policy_last". */
 #ifndef OS_LOCAL_DRIVER_H
 #define OS_LOCAL_DRIVER_H
 
