@@ -9,6 +9,7 @@
  * really rejects it; the error must then name the step. It can only make
  * attach fail, never weaken the fence. */
 #include "inpod.h"
+#include "veth_lease.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,9 +32,6 @@
 #include "parse.h"
 #include "sockowner.h"
 
-#define INPOD_RUN_DIR "/run/openshell"
-#define INPOD_LOCK_PATH INPOD_RUN_DIR "/subnets.lock"
-#define INPOD_SUBNETS 256 /* 10.200.N.0/24, N = 0..255 */
 #define LINK_READY_MS 2000
 
 bool inpod_test_fail(const char *step)
@@ -42,106 +40,30 @@ bool inpod_test_fail(const char *step)
 	return v && strcmp(v, step) == 0;
 }
 
-static int write_sysctl_in_ns(int ns_fd, const char *path, const char *value, os_error *err)
-{
-	int saved = -1;
-	if (netns_enter(ns_fd, &saved, err) < 0)
-		return -1;
-	int rc = 0;
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		rc = fd_write_all(fd, value, strlen(value), err);
-		close(fd);
-	} else if (errno != ENOENT) { /* no IPv6 in this kernel: nothing to disable */
-		rc = os_error_errno(err, "opening %s", path);
-	}
-	netns_leave(saved);
-	return rc;
-}
-
 static int make_netns(struct inpod *p, os_error *err)
 {
 	if (netns_create(&p->netns_fd, err) < 0 || netns_inode(p->netns_fd, &p->netns_ino, err) < 0)
 		return -1;
 	/* Interfaces created later in the namespace get no IPv6 at all. */
-	return write_sysctl_in_ns(p->netns_fd, "/proc/sys/net/ipv6/conf/default/disable_ipv6", "1",
-				  err);
-}
-
-static int lock_subnets(int *out, os_error *err)
-{
-	if (mkdir(INPOD_RUN_DIR, 0755) < 0 && errno != EEXIST)
-		return os_error_errno(err, "creating %s", INPOD_RUN_DIR);
-	_cleanup_close_ int fd = open(INPOD_LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return os_error_errno(err, "opening %s", INPOD_LOCK_PATH);
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR)
-			return os_error_errno(err, "locking %s", INPOD_LOCK_PATH);
-	*out = steal_fd(fd);
-	return 0;
-}
-
-/* Defence in depth: even on a routing host, packets arriving from the
- * sandbox's veth are never forwarded; the supervisor side only hosts the proxy. */
-static int no_forwarding(struct inpod *p, os_error *err)
-{
-	char path[96];
-	if (str_format(path, sizeof(path), err, "/proc/sys/net/ipv4/conf/%s/forwarding",
-		       p->host_if) < 0)
-		return -1;
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return os_error_errno(err, "opening %s", path);
-	return fd_write_all(fd, "0", 1, err);
-}
-
-/* Tries subnet n: free of routes/addresses, veth name free. 1 = taken, 0 = ours. */
-static int try_subnet(struct inpod *p, unsigned n, os_error *err)
-{
-	struct in_addr net = { htonl(0x0ac80000u | n << 8) };
-	bool used = false;
-	if (nl_prefix4_in_use(p->nl_host, net, 24, &used, err) < 0)
-		return -1;
-	if (used)
-		return 1;
-	if (str_format(p->host_if, sizeof(p->host_if), err, "osb%u", n) < 0)
-		return -1;
-	const char *peer = inpod_test_fail("veth") ? "eth0/x" : INPOD_PEER_IFNAME;
-	os_error local = { 0 };
-	if (nl_veth_create(p->nl_host, p->host_if, peer, p->netns_fd, &local) < 0) {
-		if (local.code == EEXIST)
-			return 1; /* a leftover link holds the name: next subnet */
-		return os_error_set(err, local.code, "veth %s: %s", p->host_if, local.msg);
-	}
-	p->veth_created = true;
-	p->host_addr.s_addr = htonl(0x0ac80000u | n << 8 | 1);
-	p->agent_addr.s_addr = htonl(0x0ac80000u | n << 8 | 2);
-	return 0;
+	return veth_sysctl_in_netns(p->netns_fd, "/proc/sys/net/ipv6/conf/default/disable_ipv6",
+				    "1", err);
 }
 
 static int alloc_veth(struct inpod *p, os_error *err)
 {
-	_cleanup_close_ int lock = -1;
-	if (lock_subnets(&lock, err) < 0)
-		return -1;
-	for (unsigned n = 0; n < INPOD_SUBNETS; n++) {
-		int rc = try_subnet(p, n, err);
-		if (rc < 0)
-			return -1;
-		if (rc == 1)
-			continue;
-		uint32_t idx = 0;
-		uint8_t plen = inpod_test_fail("address") ? 33 : 24;
-		/* The address is the claim other supervisors see: add it under the lock. */
-		if (nl_link_index(p->nl_host, p->host_if, &idx, err) < 0 ||
-		    nl_addr_add4(p->nl_host, idx, p->host_addr, plen, err) < 0 ||
-		    nl_link_up(p->nl_host, idx, err) < 0)
-			return os_error_prefix(err, "address on %s", p->host_if);
-		return no_forwarding(p, err);
-	}
-	return os_error_set(err, EADDRINUSE, "veth: all %d subnets 10.200.N.0/24 are in use",
-			    INPOD_SUBNETS);
+	struct veth_lease_opts o = {
+		.if_prefix = "osb",
+		.peer_ifname = inpod_test_fail("veth") ? "eth0/x" : INPOD_PEER_IFNAME,
+		.prefix_len = inpod_test_fail("address") ? 33 : 24,
+	};
+	struct veth_lease l;
+	int rc = veth_lease_take(p->nl_host, p->netns_fd, &o, &l, err);
+	/* Even on failure: teardown deletes a veth that was created. */
+	memcpy(p->host_if, l.host_if, sizeof p->host_if);
+	p->veth_created = l.created;
+	p->host_addr = l.host_addr;
+	p->agent_addr = l.agent_addr;
+	return rc;
 }
 
 static int apply_fence(struct inpod *p, os_error *err)

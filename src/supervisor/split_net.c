@@ -6,6 +6,7 @@
  * the namespace is named only so the platform can start the launcher in it.
  * Never forks `ip` or `nft`; never opens a path the fence does not guard. */
 #include "split.h"
+#include "veth_lease.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,31 +27,11 @@
 #include "nft.h"
 #include "parse.h"
 
-#define RUN_DIR "/run/openshell"
-/* Shared with the inpod backend: one lock and one 10.200.N.0/24 space, so
- * neither can take a subnet the other holds. */
-#define SUBNET_LOCK RUN_DIR "/subnets.lock"
-#define SUBNETS 256
+/* Subnets come from veth_lease.c: one lock and one 10.200.N.0/24 space
+ * shared with the inpod backend. */
 #define PEER_IFNAME "eth0"
 #define NFLOG_GROUP 8
 #define LINK_READY_MS 2000
-
-static int sysctl_in_ns(int ns_fd, const char *path, const char *value, os_error *err)
-{
-	int saved = -1;
-	if (netns_enter(ns_fd, &saved, err) < 0)
-		return -1;
-	int rc = 0;
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		rc = fd_write_all(fd, value, strlen(value), err);
-		close(fd);
-	} else if (errno != ENOENT) { /* no IPv6 in this kernel: nothing to disable */
-		rc = os_error_errno(err, "opening %s", path);
-	}
-	netns_leave(saved);
-	return rc;
-}
 
 /* /run/netns/openshell-split-<id>, as `ip netns` names namespaces. */
 static int name_netns(struct split *s, os_error *err)
@@ -84,77 +65,20 @@ void split_net_unname(struct split *s)
 	s->netns_path[0] = '\0';
 }
 
-static int lock_subnets(int *out, os_error *err)
-{
-	if (mkdir(RUN_DIR, 0755) < 0 && errno != EEXIST)
-		return os_error_errno(err, "creating %s", RUN_DIR);
-	_cleanup_close_ int fd = open(SUBNET_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return os_error_errno(err, "opening %s", SUBNET_LOCK);
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR)
-			return os_error_errno(err, "locking %s", SUBNET_LOCK);
-	*out = steal_fd(fd);
-	return 0;
-}
-
-/* Subnet n: 1 = taken, 0 = ours (veth created), -1 = error. */
-static int try_subnet(struct split *s, unsigned n, os_error *err)
-{
-	struct in_addr net = { htonl(0x0ac80000u | n << 8) };
-	bool used = false;
-	if (nl_prefix4_in_use(s->nl_host, net, 24, &used, err) < 0)
-		return -1;
-	if (used)
-		return 1;
-	if (str_format(s->host_if, sizeof(s->host_if), err, "osx%u", n) < 0)
-		return -1;
-	os_error local = { 0 };
-	if (nl_veth_create(s->nl_host, s->host_if, PEER_IFNAME, s->netns_fd, &local) < 0) {
-		if (local.code == EEXIST)
-			return 1;
-		return os_error_set(err, local.code, "veth %s: %s", s->host_if, local.msg);
-	}
-	s->veth_created = true;
-	s->advertise_addr.s_addr = htonl(0x0ac80000u | n << 8 | 1);
-	s->agent_addr.s_addr = htonl(0x0ac80000u | n << 8 | 2);
-	s->listen_addr = s->advertise_addr;
-	return 0;
-}
-
-static int no_forwarding(const struct split *s, os_error *err)
-{
-	char path[96];
-	if (str_format(path, sizeof(path), err, "/proc/sys/net/ipv4/conf/%s/forwarding",
-		       s->host_if) < 0)
-		return -1;
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return os_error_errno(err, "opening %s", path);
-	return fd_write_all(fd, "0", 1, err);
-}
-
 static int alloc_veth(struct split *s, os_error *err)
 {
-	_cleanup_close_ int lock = -1;
-	if (lock_subnets(&lock, err) < 0)
-		return -1;
-	for (unsigned n = 0; n < SUBNETS; n++) {
-		int rc = try_subnet(s, n, err);
-		if (rc < 0)
-			return -1;
-		if (rc == 1)
-			continue;
-		uint32_t idx = 0;
-		/* The address is the claim other supervisors see: add it under the lock. */
-		if (nl_link_index(s->nl_host, s->host_if, &idx, err) < 0 ||
-		    nl_addr_add4(s->nl_host, idx, s->advertise_addr, 24, err) < 0 ||
-		    nl_link_up(s->nl_host, idx, err) < 0)
-			return os_error_prefix(err, "address on %s", s->host_if);
-		/* Packets from the agent's side are never routed on: only our ports. */
-		return no_forwarding(s, err);
-	}
-	return os_error_set(err, EADDRINUSE, "all %d subnets 10.200.N.0/24 are in use", SUBNETS);
+	struct veth_lease_opts o = { .if_prefix = "osx",
+				     .peer_ifname = PEER_IFNAME,
+				     .prefix_len = 24 };
+	struct veth_lease l;
+	int rc = veth_lease_take(s->nl_host, s->netns_fd, &o, &l, err);
+	/* Even on failure: teardown deletes a veth that was created. */
+	memcpy(s->host_if, l.host_if, sizeof s->host_if);
+	s->veth_created = l.created;
+	s->advertise_addr = l.host_addr;
+	s->agent_addr = l.agent_addr;
+	s->listen_addr = s->advertise_addr;
+	return rc;
 }
 
 /* The rule letting the agent side reach the control port, in the same
@@ -242,7 +166,8 @@ static int inner_net(struct split *s, os_error *err)
 int split_net_setup(struct split *s, os_error *err)
 {
 	if (netns_create(&s->netns_fd, err) < 0 ||
-	    sysctl_in_ns(s->netns_fd, "/proc/sys/net/ipv6/conf/default/disable_ipv6", "1", err) < 0)
+	    veth_sysctl_in_netns(s->netns_fd, "/proc/sys/net/ipv6/conf/default/disable_ipv6", "1",
+				 err) < 0)
 		return os_error_prefix(err, "step netns");
 	if (nl_open(&s->nl_host, err) < 0)
 		return os_error_prefix(err, "step netlink");
