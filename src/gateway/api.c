@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "gateway.h"
 #include "json.h"
+#include "kube_host.h"
 
 #define SEGMENTS_MAX 8
 
@@ -123,6 +124,8 @@ static void status_route(struct gateway *gw, struct api_response *resp)
 	resp->body = json_pack("{s:s, s:s, s:s, s:I}", "version", GW_VERSION, "driver",
 			       gw->driver->ops->name, "state_dir", gw->state_dir, "sandboxes",
 			       (json_int_t)json_array_size(rows));
+	if (gw->kube && resp->body)
+		json_object_set_new(resp->body, "kubernetes", kube_host_status(gw));
 }
 
 void api_handle(struct gateway *gw, const struct api_request *req, struct api_response *resp)

@@ -54,6 +54,8 @@ static void set_policy(struct gateway *gw, const struct api_request *req, json_t
 		return api_error(resp, 422, "policy_not_delivered", "revision %lld: %s",
 				 (long long)rev, err.msg);
 	}
+	/* A live session gets it now; otherwise the next session's hello does. */
+	sessions_push_policy(gw, id, rev, yaml);
 	resp->status = 202;
 	resp->body = json_pack("{s:I, s:s, s:s}", "revision", (json_int_t)rev, "hash", hash,
 			       "status", "pending");
@@ -98,7 +100,8 @@ bool api_policy_route(struct gateway *gw, const struct api_request *req, char **
 	return true;
 }
 
-/* /v1/supervisor/sandboxes/ID/{policy,heartbeat}: only the sandbox's own token. */
+/* /v1/supervisor/sandboxes/ID/{policy,session,policy-status,heartbeat}: only
+ * the sandbox's own token. */
 bool api_supervisor_route(struct gateway *gw, const struct api_request *req, const json_t *caller,
 			  char **parts, size_t n, struct api_response *resp)
 {
@@ -118,10 +121,5 @@ bool api_supervisor_route(struct gateway *gw, const struct api_request *req, con
 		resp->body = revision_view(rev, true);
 		return true;
 	}
-	if (!strcmp(parts[3], "heartbeat") && !strcmp(req->method, "POST")) {
-		resp->status = 200;
-		resp->body = json_pack("{s:s}", "status", "ok");
-		return true;
-	}
-	return false;
+	return api_session_route(gw, req, id, parts[3], resp);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "driver_view.h"
 #include "gateway.h"
 #include "json.h"
 #include "parse.h"
@@ -141,6 +142,10 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 	if (api_check_policy(policy, &err) < 0)
 		return api_fail(resp, &err);
 	dreq = driver_request(body, id, name);
+	/* The validated policy travels with the request: a driver that places the
+	 * supervisor itself (kubernetes) starts it with this policy. */
+	if (dreq)
+		json_object_set_new(dreq, "policy", driver_view_policy(policy));
 	if (gw->driver->ops->validate_spec(gw->driver, dreq, &record, &err) < 0)
 		return api_fail(resp, &err);
 	secret_sha256_hex(token, strlen(token), hash);
@@ -251,6 +256,7 @@ bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char *
 	if (n == 2 && !strcmp(m, "GET")) {
 		resp->status = 200;
 		resp->body = api_sandbox_view(row);
+		driver_view_add_status(gw, row, resp->body);
 	} else if (n == 2 && !strcmp(m, "DELETE"))
 		act(gw, req, row, "delete", resp);
 	else if (n == 3 && !strcmp(m, "POST") &&

@@ -19,9 +19,12 @@
 #define GW_BODY_MAX (1u << 20) /* request bodies: more is a 413 */
 #define GW_VERSION "0.1.0"
 
+struct conn;
 struct loop;
 struct loop_timer;
 struct server;
+struct sessions;
+struct kube_host;
 
 struct gateway {
 	struct loop *loop;
@@ -33,6 +36,8 @@ struct gateway {
 	char url[PATH_MAX + 16]; /* how supervisors reach us */
 	struct loop_timer *tick;
 	struct server *server;
+	struct sessions *sessions; /* live supervisor sessions (sessions.c) */
+	struct kube_host *kube; /* kubernetes driver hosting (kube_host.c), or NULL */
 };
 
 /* One API call as the server parsed it. */
@@ -54,6 +59,7 @@ struct api_response {
 	uint64_t stream_offset;
 	bool follow;
 	char stream_sandbox[64]; /* follow until this sandbox stops running */
+	bool session; /* a supervisor session stream for stream_sandbox */
 };
 
 void api_handle(struct gateway *gw, const struct api_request *req, struct api_response *resp);
@@ -99,5 +105,26 @@ struct gateway_listen {
 };
 int server_start(struct gateway *gw, const struct gateway_listen *ls, os_error *err);
 void server_free(struct server *s);
+/* Queues one chunk on a streaming connection; it is sent from the loop, so
+ * this never closes c under the caller. < 0 when the output cap is hit. */
+int server_conn_send(struct conn *c, const char *data, size_t len);
+void server_conn_close(struct conn *c);
+
+/* sessions.c - supervisor sessions: at most one live stream per sandbox,
+ * policy revisions pushed on it, heartbeats and policy-status reports. */
+/* Registers c as id's session (an older one is closed) and sends hello and
+ * the newest deliverable revision. */
+int sessions_attach(struct gateway *gw, const char *id, struct conn *c, os_error *err);
+/* Called by the server when a session connection closes. */
+void sessions_detach(struct gateway *gw, struct conn *c);
+/* True while id has an open stream whose supervisor sent a heartbeat lately. */
+bool sessions_live(struct gateway *gw, const char *id);
+void sessions_heartbeat(struct gateway *gw, const char *id);
+/* Pushes a stored revision to id's session; false when none is open. */
+bool sessions_push_policy(struct gateway *gw, const char *id, int64_t revision, const char *yaml);
+void sessions_free(struct gateway *gw);
+/* api_session.c: /v1/supervisor/sandboxes/ID/{session,policy-status,heartbeat}. */
+bool api_session_route(struct gateway *gw, const struct api_request *req, const char *id,
+		       const char *leaf, struct api_response *resp);
 
 #endif

@@ -157,12 +157,32 @@ static void exit_from(json_t *row, const json_t *st)
 			    json_is_integer(ec) ? json_incref((json_t *)ec) : json_null());
 }
 
+/* Ready = the backend is healthy AND the supervisor's session is live
+ * (when the driver says its supervisor keeps one). Losing the session while
+ * Ready drops the sandbox back to Provisioning until it redials. */
+static void drive_session(struct gateway *gw, json_t *row)
+{
+	bool live = sessions_live(gw, str(row, "id"));
+	bool ready = !strcmp(str(row, "phase"), "Ready");
+	if (live && !ready) {
+		set(row, "Ready", "");
+		save(gw, row, NULL);
+	} else if (!live && ready) {
+		log_warn("sandbox %s: supervisor session lost", str(row, "name"));
+		set(row, "Provisioning", "supervisor session lost: waiting for it to reconnect");
+		save(gw, row, NULL);
+	}
+}
+
 /* desired = running: follow the driver; re-issue a create the crash interrupted. */
 static void drive_running(struct gateway *gw, json_t *row, const json_t *st)
 {
 	const char *dp = str(st, "phase"), *phase = str(row, "phase");
+	bool session = json_is_true(json_object_get(st, "session_required"));
 	os_error err = { 0 };
-	if (!strcmp(dp, "Running") && strcmp(phase, "Ready") != 0) {
+	if (!strcmp(dp, "Running") && session) {
+		drive_session(gw, row);
+	} else if (!strcmp(dp, "Running") && strcmp(phase, "Ready") != 0) {
 		set(row, "Ready", "");
 		if (save(gw, row, NULL) == 0)
 			settle_policies(gw, row, st, true);
@@ -172,7 +192,8 @@ static void drive_running(struct gateway *gw, json_t *row, const json_t *st)
 		exit_from(row, st);
 		set(row, "Error", str(st, "message"));
 		save(gw, row, NULL);
-		settle_policies(gw, row, st, false);
+		if (!session)
+			settle_policies(gw, row, st, false);
 	} else if (!strcmp(dp, "Stopped") && json_is_true(json_object_get(st, "absent"))) {
 		log_info("sandbox %s: never started (interrupted create): starting it now",
 			 str(row, "name"));
@@ -213,6 +234,10 @@ static void drive(struct gateway *gw, json_t *row)
 		save(gw, row, NULL);
 	} else if (gw->driver->ops->stop(gw->driver, rec, &err) < 0) {
 		log_warn("sandbox %s: stop: %s", str(row, "name"), err.msg);
+	} else if (!strcmp(str(rec, "phase"), "Stopped")) {
+		/* A driver whose status reads the record (kubernetes) learns it
+		 * stopped only from the record the stop updated. */
+		save(gw, row, NULL);
 	}
 }
 

@@ -1,7 +1,8 @@
 /* main.c - openshell-gateway: reads the configuration (CLI > OPENSHELL_*
  * env > file > default), opens the state dir (database, keys, admin token,
- * all 0600), starts the local driver, reconciles, and serves the API until
- * SIGTERM/SIGINT. Sandboxes outlive the gateway; a restart re-adopts them. */
+ * all 0600), opens the driver (local, or kubernetes: kube_host.c),
+ * reconciles, and serves the API until SIGTERM/SIGINT. Sandboxes outlive
+ * the gateway; a restart re-adopts them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include "config.h"
 #include "fdutil.h"
 #include "gateway.h"
+#include "kube_host.h"
 #include "local_driver.h"
 #include "log.h"
 #include "loop.h"
@@ -143,10 +145,12 @@ static int open_driver(struct gateway *gw, const struct config *cfg, os_error *e
 	const char *s = config_get_string(cfg, "drivers.local", "supervisor_binary");
 	const char *b = config_get_string(cfg, "drivers.local", "sandbox_binary");
 	const char *d = config_get_string(cfg, "drivers.local", "state_dir");
-	if (strcmp(config_get_string(cfg, "gateway", "default_driver") ?: "local", "local") != 0)
-		return os_error_set(
-			err, ENOTSUP,
-			"default_driver: this gateway build serves the local driver only");
+	const char *drv = config_get_string(cfg, "gateway", "default_driver") ?: "local";
+	if (!strcmp(drv, "kubernetes"))
+		return kube_host_open(gw, cfg, err);
+	if (strcmp(drv, "local") != 0)
+		return os_error_set(err, EINVAL, "gateway.default_driver: unknown driver \"%s\"",
+				    drv);
 	if (!s && sibling("../supervisor", "openshell-supervisor", sup, sizeof(sup)) == 0)
 		s = sup;
 	if (!b && sibling("../sandbox", "openshell-sandbox", sbx, sizeof(sbx)) == 0)
@@ -189,7 +193,8 @@ static int serve(struct gateway *gw, const struct config *cfg, os_error *err)
 	if (loop_new(&gw->loop, err) < 0 ||
 	    loop_signal_add(gw->loop, SIGTERM, on_signal, gw, NULL, err) < 0 ||
 	    loop_signal_add(gw->loop, SIGINT, on_signal, gw, NULL, err) < 0 ||
-	    server_start(gw, &ls, err) < 0 || lifecycle_start(gw, err) < 0)
+	    server_start(gw, &ls, err) < 0 || lifecycle_start(gw, err) < 0 ||
+	    (gw->kube && kube_host_start(gw, err) < 0))
 		return -1;
 	snprintf(pidf, sizeof(pidf), "%s/gateway.pid", gw->state_dir);
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
@@ -229,6 +234,7 @@ int main(int argc, char **argv)
 	server_free(gw.server);
 	if (gw.tick)
 		loop_timer_remove(gw.tick);
+	kube_host_free(&gw);
 	loop_free(gw.loop);
 	if (gw.driver)
 		gw.driver->ops->free(gw.driver);

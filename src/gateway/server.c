@@ -54,6 +54,8 @@ struct conn {
 
 static void conn_close(struct conn *c)
 {
+	if (c->resp.session)
+		sessions_detach(c->srv->gw, c);
 	if (c->io)
 		loop_io_remove(c->io);
 	if (c->timer)
@@ -128,7 +130,8 @@ static void flush(struct conn *c)
 		loop_timer_set(c->timer, DRAIN_MS, 0, NULL);
 		return;
 	}
-	loop_io_modify(c->io, c->resp.stream ? 0 : LOOP_IN, NULL);
+	/* A session keeps reading: the supervisor's close must be seen at once. */
+	loop_io_modify(c->io, c->resp.stream && !c->resp.session ? 0 : LOOP_IN, NULL);
 }
 
 static void write_head(struct conn *c, int status, const char *ctype, size_t len, bool chunked)
@@ -187,8 +190,38 @@ static void stream_tick(struct loop *l, struct loop_timer *t, void *data)
 	flush(c); /* may free c */
 }
 
+/* A supervisor session: NDJSON chunks pushed by sessions.c until either
+ * side closes; no idle timeout (pings keep it busy). */
+static void start_session(struct conn *c)
+{
+	os_error err = { 0 };
+	write_head(c, 200, "application/x-ndjson", 0, true);
+	c->responded = true;
+	loop_timer_disarm(c->timer);
+	if (sessions_attach(c->srv->gw, c->resp.stream_sandbox, c, &err) < 0) {
+		log_warn("%s", err.msg);
+		conn_close(c);
+		return;
+	}
+	flush(c);
+}
+
+int server_conn_send(struct conn *c, const char *data, size_t len)
+{
+	if (c->closing || http_write_chunk(&c->out, data, len, NULL) < 0)
+		return -1;
+	return loop_io_modify(c->io, LOOP_OUT, NULL);
+}
+
+void server_conn_close(struct conn *c)
+{
+	conn_close(c);
+}
+
 static void start_stream(struct conn *c)
 {
+	if (c->resp.session)
+		return start_session(c);
 	write_head(c, 200, "text/plain; charset=utf-8", 0, true);
 	c->responded = true;
 	if (loop_timer_set(c->timer, 0, STREAM_TICK_MS, NULL) < 0) {
@@ -273,6 +306,12 @@ static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *
 		ssize_t d = recv(fd, tmp, sizeof(tmp), 0);
 		if (d == 0 || (d < 0 && errno != EAGAIN && errno != EINTR) ||
 		    (c->drained += d > 0 ? (size_t)d : 0) > DRAIN_MAX)
+			conn_close(c);
+		return;
+	}
+	if (c->responded && c->resp.session) {
+		ssize_t d = recv(fd, tmp, sizeof(tmp), 0); /* nothing is expected: discard */
+		if (d == 0 || (d < 0 && errno != EAGAIN && errno != EINTR))
 			conn_close(c);
 		return;
 	}
@@ -389,6 +428,7 @@ void server_free(struct server *s)
 {
 	if (!s)
 		return;
+	sessions_free(s->gw);
 	for (int i = 0; i < 2; i++) {
 		if (s->ios[i])
 			loop_io_remove(s->ios[i]);

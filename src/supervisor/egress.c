@@ -28,6 +28,7 @@ struct egress {
 	struct proxy *proxy;
 	struct audit *audit;
 	struct proxy_config cfg;
+	uint64_t generation; /* 1 at start, +1 per policy swapped in */
 	char ca_path[PATH_MAX], bundle_path[PATH_MAX];
 };
 
@@ -102,9 +103,12 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 		egress_free(e);
 		return -1;
 	}
-	struct audit_record r = {
-		.event = "policy", .decision = "allow", .reason = "policy_loaded", .uid = -1
-	};
+	e->generation = 1;
+	struct audit_record r = { .event = "policy",
+				  .decision = "allow",
+				  .reason = "policy_loaded",
+				  .uid = -1,
+				  .generation = e->generation };
 	audit_write(e->audit, &r);
 	*out = e;
 	return 0;
@@ -215,44 +219,88 @@ int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err)
 	return 0;
 }
 
+/* Audits a refused update; the running generation stays. */
+static int refuse(struct egress *e, uint64_t revision, const char *why, os_error *err)
+{
+	char detail[OS_ERROR_MSG_MAX + 48];
+	struct audit_record r = { .event = "policy",
+				  .decision = "deny",
+				  .reason = "policy_invalid",
+				  .uid = -1,
+				  .detail = detail,
+				  .generation = e->generation };
+	if (revision)
+		snprintf(detail, sizeof detail, "revision %llu: %s", (unsigned long long)revision,
+			 why);
+	else
+		snprintf(detail, sizeof detail, "%s", why);
+	audit_write(e->audit, &r);
+	if (why != err->msg)
+		os_error_set(err, EINVAL, "%s", why);
+	return -1;
+}
+
+static bool static_part_same(const struct policy_doc *a, const struct policy_doc *b)
+{
+	bool same = a->landlock == b->landlock && a->fs_present == b->fs_present &&
+		    a->n_read_only == b->n_read_only && a->n_read_write == b->n_read_write &&
+		    a->include_workdir == b->include_workdir;
+	for (size_t i = 0; same && i < a->n_read_only; i++)
+		same = strcmp(a->read_only[i], b->read_only[i]) == 0;
+	for (size_t i = 0; same && i < a->n_read_write; i++)
+		same = strcmp(a->read_write[i], b->read_write[i]) == 0;
+	return same;
+}
+
+/* Swaps in g (taken) when only the dynamic part changed. */
+static int swap_in(struct egress *e, struct policy_gen *g, uint64_t revision, os_error *err)
+{
+	struct policy_gen *cur = policy_holder_acquire(e->holder);
+	bool same = static_part_same(policy_gen_doc(cur), policy_gen_doc(g));
+	policy_unref(cur);
+	if (!same) {
+		policy_unref(g);
+		return refuse(e, revision,
+			      "filesystem_policy and landlock are fixed when the sandbox starts",
+			      err);
+	}
+	policy_holder_swap(e->holder, g);
+	proxy_policy_changed(e->proxy);
+	e->generation++;
+	char detail[48];
+	struct audit_record r = { .event = "policy",
+				  .decision = "allow",
+				  .reason = "policy_loaded",
+				  .uid = -1,
+				  .generation = e->generation };
+	if (revision) {
+		snprintf(detail, sizeof detail, "revision %llu", (unsigned long long)revision);
+		r.detail = detail;
+	}
+	audit_write(e->audit, &r);
+	return 0;
+}
+
 int egress_reload(struct egress *e, os_error *err)
 {
 	struct policy_diag diag = { 0 };
 	struct policy_gen *g = load_gen(e->o.policy_path, &diag, err);
-	struct audit_record r = { .event = "policy", .uid = -1 };
-	if (!g) {
-		r.decision = "deny";
-		r.reason = "policy_invalid";
-		r.detail = err->msg;
-		audit_write(e->audit, &r);
-		policy_diag_free(&diag);
-		return -1;
-	}
-	/* Only the dynamic part may change on a live sandbox. */
-	struct policy_gen *cur = policy_holder_acquire(e->holder);
-	const struct policy_doc *a = policy_gen_doc(cur), *b = policy_gen_doc(g);
-	bool static_same = a->landlock == b->landlock && a->fs_present == b->fs_present &&
-			   a->n_read_only == b->n_read_only && a->n_read_write == b->n_read_write &&
-			   a->include_workdir == b->include_workdir;
-	for (size_t i = 0; static_same && i < a->n_read_only; i++)
-		static_same = strcmp(a->read_only[i], b->read_only[i]) == 0;
-	for (size_t i = 0; static_same && i < a->n_read_write; i++)
-		static_same = strcmp(a->read_write[i], b->read_write[i]) == 0;
-	policy_unref(cur);
-	if (!static_same) {
-		policy_unref(g);
-		r.decision = "deny";
-		r.reason = "policy_invalid";
-		r.detail = "filesystem_policy and landlock are fixed when the sandbox starts";
-		audit_write(e->audit, &r);
-		return os_error_set(err, EINVAL, "%s", r.detail);
-	}
-	policy_holder_swap(e->holder, g);
-	proxy_policy_changed(e->proxy);
-	r.decision = "allow";
-	r.reason = "policy_loaded";
-	audit_write(e->audit, &r);
-	return 0;
+	policy_diag_free(&diag);
+	if (!g)
+		return refuse(e, 0, err->msg, err);
+	return swap_in(e, g, 0, err);
+}
+
+int egress_apply_policy_text(struct egress *e, const char *yaml, size_t len, uint64_t revision,
+			     os_error *err)
+{
+	struct policy_doc *doc = NULL;
+	struct policy_gen *g = NULL;
+	if (policy_parse("policy", yaml, len, &doc, NULL, err) == 0)
+		g = policy_compile(doc, err);
+	if (!g)
+		return refuse(e, revision, err->msg, err);
+	return swap_in(e, g, revision, err);
 }
 
 void egress_free(struct egress *e)

@@ -7,6 +7,7 @@
 #define OS_SUPERVISOR_EGRESS_H
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -46,6 +47,12 @@ int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err);
 /* Re-reads the policy file: valid -> new generation (audit "policy_loaded"),
  * invalid -> the running policy stays (audit "policy_invalid"). */
 int egress_reload(struct egress *e, os_error *err);
+
+/* Same rules and audit records for a policy pushed by the gateway: yaml
+ * (len bytes) is validated and swapped in, or refused with the running
+ * policy kept. revision (0 = none) goes into the records' detail. */
+int egress_apply_policy_text(struct egress *e, const char *yaml, size_t len, uint64_t revision,
+			     os_error *err);
 
 void egress_free(struct egress *e);
 

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "loop.h"
 #include "selfguard.h"
+#include "session.h"
 
 struct options {
 	struct backend_descriptor desc;
@@ -34,6 +35,7 @@ struct options {
 	char **argv; /* the agent command */
 	char launcher_buf[PATH_MAX];
 	uint64_t max_processes, max_memory_mb; /* operator limits, 0 = none */
+	const char *gateway_url, *token_file; /* session with the gateway, or NULL */
 };
 
 static void usage(void)
@@ -44,6 +46,7 @@ static void usage(void)
 		" [--binary-identity kernel|endpoint-only]\n"
 		"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
 		" -- CMD [ARG...]\n"
+		"         [--gateway unix:/PATH|http://IP:PORT --token-file FILE]\n"
 		"       split: --split-key FILE --split-control-port N [--split-mode local|pod]\n"
 		"         [--split-listen IP] [--split-advertise IP] [--split-confirm-timeout "
 		"MS]\n");
@@ -155,6 +158,10 @@ static int parse_args(int argc, char **argv, struct options *o, os_error *err)
 				return os_error_prefix(err, "--max-memory-mb");
 		} else if (strcmp(a, "--group") == 0)
 			o->group = v;
+		else if (strcmp(a, "--gateway") == 0)
+			o->gateway_url = v;
+		else if (strcmp(a, "--token-file") == 0)
+			o->token_file = v;
 		else if (strncmp(a, "--split-", 8) == 0) {
 			if (split_arg(a + 8, v, &o->desc, err) < 0)
 				return -1;
@@ -166,6 +173,8 @@ static int parse_args(int argc, char **argv, struct options *o, os_error *err)
 		return os_error_set(
 			err, EINVAL,
 			"--backend, --sandbox-id, --proxy-port and --policy are required");
+	if (!o->gateway_url != !o->token_file)
+		return os_error_set(err, EINVAL, "--gateway and --token-file go together");
 	o->egress.sandbox_id = o->desc.sandbox_id;
 	o->egress.audit_log = o->audit_log;
 	if (!o->egress.run_dir) {
@@ -212,11 +221,6 @@ static json_t *build_spec(const struct options *o, const struct sockaddr_storage
 		"read_only", "/", "read_write", "/tmp", "/dev/null", "new_namespaces", 1);
 	if (spec && o->group)
 		json_object_set_new(spec, "group", json_string(o->group));
-	if (spec && o->egress.workdir) {
-		json_object_set_new(spec, "cwd", json_string(o->egress.workdir));
-		json_object_set_new(json_object_get(spec, "env"), "HOME",
-				    json_string(o->egress.workdir));
-	}
 	/* Process and address-space caps for the agent (per uid / per process:
 	 * a fork bomb or a runaway allocation stops at these). */
 	json_t *rl = json_object();
@@ -254,6 +258,7 @@ struct session {
 	struct backend_instance *inst;
 	backend_running *running;
 	struct egress *egress;
+	struct gw_session *gateway;
 	int status;
 	bool stopped_by_signal;
 	bool failed;
@@ -301,6 +306,29 @@ static void on_reload_signal(struct loop *l, struct loop_signal *sig,
 			err.msg);
 	else
 		fprintf(stderr, "openshell-supervisor: policy updated\n");
+}
+
+/* A policy the gateway pushed on the session: same rules as a reload. */
+static int apply_pushed(void *user, const char *yaml, size_t len, uint64_t revision, os_error *err)
+{
+	struct session *s = user;
+	if (!s->egress)
+		return os_error_set(err, EAGAIN, "the proxy is not running");
+	return egress_apply_policy_text(s->egress, yaml, len, revision, err);
+}
+
+static int start_gateway_session(const struct options *o, struct session *s, os_error *err)
+{
+	if (!o->gateway_url)
+		return 0;
+	struct gw_session_options go = { .gateway_url = o->gateway_url,
+					 .token_file = o->token_file,
+					 .sandbox_id = o->desc.sandbox_id,
+					 .apply = apply_pushed,
+					 .apply_user = s };
+	if (gw_session_new(s->loop, &go, &s->gateway, err) < 0)
+		return os_error_prefix(err, "gateway session");
+	return 0;
 }
 
 /* The launcher's pid, from the pidfd the backend holds (immune to reuse). */
@@ -352,7 +380,8 @@ static int run(const struct options *o, int audit_fd)
 	if (loop_new(&s.loop, &err) < 0 ||
 	    loop_signal_add(s.loop, SIGTERM, on_stop_signal, &s, NULL, &err) < 0 ||
 	    loop_signal_add(s.loop, SIGINT, on_stop_signal, &s, NULL, &err) < 0 ||
-	    loop_signal_add(s.loop, SIGHUP, on_reload_signal, &s, NULL, &err) < 0)
+	    loop_signal_add(s.loop, SIGHUP, on_reload_signal, &s, NULL, &err) < 0 ||
+	    start_gateway_session(o, &s, &err) < 0)
 		goto fail;
 	if (backend_attach(&o->desc, &ctx, &s.inst, &bound, &err) < 0)
 		goto fail;
@@ -405,6 +434,7 @@ fail:
 	code = 1;
 out:
 	backend_teardown(&s.inst); /* kills the agent if still running */
+	gw_session_free(s.gateway);
 	egress_free(s.egress);
 	if (s.loop)
 		loop_run_once(s.loop, 0, NULL); /* deferred frees of closed connections */

@@ -1,0 +1,48 @@
+/* session.h - the supervisor's session with the gateway: the supervisor
+ * dials out (the gateway never dials a sandbox) with its sandbox token and
+ * keeps one long-lived stream on which the gateway pushes policy revisions
+ * at once; it answers with policy-status reports and periodic heartbeats,
+ * and reconnects with capped exponential backoff. A session failure never
+ * touches enforcement: the proxy keeps the last good policy. */
+#ifndef OS_SUPERVISOR_SESSION_H
+#define OS_SUPERVISOR_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "loop.h"
+
+#define GW_SESSION_HEARTBEAT_MS 1000
+#define GW_SESSION_WATCHDOG_MS 8000 /* no byte from the gateway for this long: redial */
+#define GW_SESSION_BACKOFF_MIN_MS 100
+#define GW_SESSION_BACKOFF_MAX_MS 3000
+#define GW_SESSION_TOKEN_MAX 256
+
+/* Validates and swaps in a pushed policy; < 0 (err set) keeps the running one. */
+typedef int (*gw_session_apply_fn)(void *user, const char *yaml, size_t len, uint64_t revision,
+				   os_error *err);
+
+struct gw_session_options {
+	const char *gateway_url; /* "unix:/path" or "http://IP:PORT" */
+	const char *token_file; /* regular file, ours, no group/other access */
+	const char *sandbox_id;
+	gw_session_apply_fn apply;
+	void *apply_user;
+};
+
+struct gw_session;
+
+/* Reads the token and parses the URL now, so a bad flag fails start-up;
+ * the first dial happens on the loop. */
+int gw_session_new(struct loop *l, const struct gw_session_options *o, struct gw_session **out,
+		   os_error *err);
+void gw_session_free(struct gw_session *s);
+
+/* Parsing helpers, exposed for tests. */
+struct sockaddr_storage;
+int gw_session_parse_url(const char *url, struct sockaddr_storage *addr, unsigned *addr_len,
+			 char *host, size_t host_cap, os_error *err);
+int gw_session_read_token(const char *path, char *tok, size_t cap, os_error *err);
+
+#endif

@@ -1,0 +1,123 @@
+/* session_config.c - the session's two operator inputs: the gateway URL
+ * (an address, never a name to resolve: resolution would block the loop)
+ * and the token file (ours alone, or refused: a token other users could
+ * read is a leaked token). Never logs the token. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "http.h"
+#include "parse.h"
+#include "session.h"
+
+static int parse_unix(const char *path, struct sockaddr_storage *addr, unsigned *len, os_error *err)
+{
+	struct sockaddr_un *sun = (struct sockaddr_un *)addr;
+	if (path[0] != '/')
+		return os_error_set(err, EINVAL, "--gateway unix:PATH: PATH must be absolute");
+	sun->sun_family = AF_UNIX;
+	if (str_copy(sun->sun_path, sizeof(sun->sun_path), path, err) < 0)
+		return os_error_prefix(err, "--gateway unix socket path");
+	*len = (unsigned)sizeof(*sun);
+	return 0;
+}
+
+static int parse_http(const char *rest, struct sockaddr_storage *addr, unsigned *len, char *host,
+		      size_t host_cap, os_error *err)
+{
+	size_t n = strcspn(rest, "/");
+	if (rest[n] && strcmp(rest + n, "/") != 0)
+		return os_error_set(err, EINVAL, "--gateway http://HOST:PORT takes no path");
+	struct http_authority a;
+	if (http_parse_authority(rest, n, 80, false, &a, err) < 0)
+		return os_error_prefix(err, "--gateway");
+	char h[64];
+	if (a.host.len >= sizeof(h))
+		return os_error_set(err, EINVAL, "--gateway: host too long");
+	memcpy(h, a.host.p, a.host.len);
+	h[a.host.len] = '\0';
+	if (!strcmp(h, "localhost"))
+		str_copy(h, sizeof(h), "127.0.0.1", NULL);
+	struct sockaddr_in *sin = (struct sockaddr_in *)addr;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)addr;
+	if (!a.ipv6 && inet_pton(AF_INET, h, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(a.port);
+		*len = (unsigned)sizeof(*sin);
+	} else if (a.ipv6 && inet_pton(AF_INET6, h, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(a.port);
+		*len = (unsigned)sizeof(*sin6);
+	} else {
+		return os_error_set(err, EINVAL,
+				    "--gateway http://%s: use an IP address (the supervisor does "
+				    "not resolve names)",
+				    h);
+	}
+	if (n >= host_cap)
+		return os_error_set(err, EINVAL, "--gateway: authority too long");
+	memcpy(host, rest, n);
+	host[n] = '\0';
+	return 0;
+}
+
+int gw_session_parse_url(const char *url, struct sockaddr_storage *addr, unsigned *addr_len,
+			 char *host, size_t host_cap, os_error *err)
+{
+	memset(addr, 0, sizeof(*addr));
+	if (str_has_prefix(url, "unix:")) {
+		if (str_copy(host, host_cap, "localhost", err) < 0)
+			return -1;
+		return parse_unix(url + 5, addr, addr_len, err);
+	}
+	if (str_has_prefix(url, "http://"))
+		return parse_http(url + 7, addr, addr_len, host, host_cap, err);
+	return os_error_set(err, EINVAL,
+			    "--gateway \"%s\": expected unix:/PATH or http://IP:PORT (https is "
+			    "not supported)",
+			    url);
+}
+
+/* Bearer token68 characters: nothing that could end a header. */
+static bool token_chars(const char *t, size_t n)
+{
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				 "0123456789-._~+/=";
+	return n > 0 && strspn(t, ok) == n;
+}
+
+int gw_session_read_token(const char *path, char *tok, size_t cap, os_error *err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return os_error_errno(err, "--token-file %s", path);
+	if (!S_ISREG(st.st_mode))
+		return os_error_set(err, EINVAL, "--token-file %s: not a regular file", path);
+	if (st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+		return os_error_set(err, EPERM,
+				    "--token-file %s: must be owned by this user with mode 0600 "
+				    "(found uid %u, mode %04o)",
+				    path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	if (fd_read_all(fd, GW_SESSION_TOKEN_MAX + 2, &text, &len, err) < 0)
+		return os_error_prefix(err, "--token-file %s", path);
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		text[--len] = '\0';
+	if (len >= cap || len > GW_SESSION_TOKEN_MAX || !token_chars(text, len))
+		return os_error_set(err, EINVAL,
+				    "--token-file %s: expected one token of at most %d "
+				    "[A-Za-z0-9-._~+/=] characters",
+				    path, GW_SESSION_TOKEN_MAX);
+	memcpy(tok, text, len + 1);
+	return 0;
+}

@@ -1,0 +1,245 @@
+# The user's flow end to end against the real kube-apiserver: `openshell sandbox
+# create --runtime-class C` -> openshell-gateway (default_driver = "kubernetes")
+# -> the kubernetes driver -> Pods, and `openshell sandbox get` showing each
+# Pod's name, phase and runtimeClassName (KUBERNETES.md criteria 1-5 through
+# the gateway and CLI). The kubelet is played by writing Pod status.
+import json, os, threading
+
+import pytest
+
+from driver_util import (KINDS, LABEL_ID, exists, make_runtime_class, mark_ready, ns,  # noqa: F401
+                         poll, uid)
+from gateway_kube_util import KubeGateway
+
+
+@pytest.fixture
+def gateways():
+    made = []
+    yield made
+    for g in made:
+        if g.proc and g.proc.poll() is None and g.healthy():
+            for s in (g.request("GET", "/v1/sandboxes")[1] or {}).get("sandboxes", []):
+                g.request("DELETE", f"/v1/sandboxes/{s['name']}")
+        g.cleanup()
+
+
+def start_gateway(kube, ns, gateways, **settings):
+    g = KubeGateway(kube, ns, **settings)
+    gateways.append(g)
+    return g.start()
+
+
+def pods_of(kube, ns, sid):
+    items = kube.client.list(KINDS["Pod"].format(ns=ns), labelSelector=f"{LABEL_ID}={sid}")["items"]
+    return {p["metadata"]["labels"]["openshell.ai/component"]: p for p in items}
+
+
+def objects_of(kube, ns, sid):
+    return {k: kube.client.list(p.format(ns=ns), labelSelector=f"{LABEL_ID}={sid}")["items"]
+            for k, p in KINDS.items()}
+
+
+def cli_bg(g, *args):
+    """Runs a CLI command that waits (create/start) in a thread; .result() joins."""
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("r", g.cli(*args, timeout=150)))
+    t.start()
+
+    class H:
+        def result(self):
+            t.join(160)
+            assert not t.is_alive(), "CLI did not finish"
+            return box["r"]
+    return H()
+
+
+def create_ready(kube, g, name, *flags):
+    """CLI create (detached); plays the kubelet for the supervisor; returns the row."""
+    h = cli_bg(g, "sandbox", "create", "--name", name, "--detach", *flags)
+    row = poll(lambda: g.sandbox(name), 30, f"sandbox {name} recorded")
+    sup = poll(lambda: pods_of(kube, g.ns, row["id"]).get("supervisor"), 30,
+               "supervisor Pod created")
+    wl = poll(lambda: pods_of(kube, g.ns, row["id"]).get("workload"), 30, "workload Pod created")
+    assert wl["spec"].get("schedulingGates"), "workload gated until its supervisor is Ready"
+    mark_ready(kube, g.ns, sup["metadata"]["name"])
+    r = h.result()
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr, g.log_text()[-3000:])
+    return g.sandbox(name)
+
+
+def classes(kube, prefix):
+    return (make_runtime_class(kube, f"{prefix}-wl-{uid()}"),
+            make_runtime_class(kube, f"{prefix}-sup-{uid()}"),
+            make_runtime_class(kube, f"{prefix}-kata-{uid()}"))
+
+
+def test_create_with_allowed_class_get_shows_pods_and_classes(kube, ns, gateways):
+    wclass, sclass, kata = classes(kube, "g1")
+    g = start_gateway(kube, ns, gateways, default_runtime_class_name=wclass,
+                      supervisor_runtime_class_name=sclass, allowed_runtime_class_names=[kata])
+    st, status = g.request("GET", "/v1/gateway/status")
+    assert st == 200 and status["driver"] == "kubernetes", status
+    k = status["kubernetes"]
+    assert k["ok"] is True and k["missing"] == [], k
+    assert {c["name"]: c["role"] for c in k["runtime_classes"]} == {
+        wclass: "workload-default", kata: "workload-allowed", sclass: "supervisor"}
+
+    row = create_ready(kube, g, "g1", "--runtime-class", kata)
+    assert row["phase"] == "Ready", row
+    pods = pods_of(kube, ns, row["id"])
+    assert pods["workload"]["spec"]["runtimeClassName"] == kata  # the caller's choice
+    assert pods["supervisor"]["spec"]["runtimeClassName"] == sclass  # the operator's
+    assert not pods["workload"]["spec"].get("schedulingGates"), "ungated once Ready"
+
+    got = g.cli_json("sandbox", "get", "g1")
+    by = {p["name"]: p for p in got["pods"]}
+    wl, sup = f"os-{row['id']}-workload", f"os-{row['id']}-supervisor"
+    assert by[wl]["runtimeClassName"] == kata and by[wl]["component"] == "workload"
+    assert by[sup]["runtimeClassName"] == sclass and by[sup]["component"] == "supervisor"
+    assert by[sup]["phase"] == "Running"
+    assert got["placement"]["supervisor_runtime_class"] == sclass
+    human = g.cli("sandbox", "get", "g1", check=0).stdout
+    lines = {l.split()[0]: l.split() for l in human.splitlines() if l.startswith("os-")}
+    assert lines[wl][1:] == ["workload", "Pending", kata], human  # no kubelet runs it
+    assert lines[sup][1:] == ["supervisor", "Running", sclass], human
+
+
+def test_pod_without_class_shows_dash_and_null(kube, ns, gateways):
+    g = start_gateway(kube, ns, gateways)  # no class configured anywhere
+    row = create_ready(kube, g, "g2")
+    got = g.cli_json("sandbox", "get", "g2")
+    assert [p["runtimeClassName"] for p in got["pods"]] == [None, None], got["pods"]
+    assert all("runtimeClassName" not in p["spec"] for p in pods_of(kube, ns, row["id"]).values())
+    human = g.cli("sandbox", "get", "g2", check=0).stdout
+    rows = [l.split() for l in human.splitlines() if l.startswith("os-")]
+    assert len(rows) == 2 and all(r[-1] == "-" for r in rows), human
+
+
+def test_class_outside_allowlist_is_a_cli_error_from_400(kube, ns, gateways):
+    wclass, sclass, kata = classes(kube, "g3")
+    g = start_gateway(kube, ns, gateways, default_runtime_class_name=wclass,
+                      supervisor_runtime_class_name=sclass, allowed_runtime_class_names=[kata])
+    r = g.cli("sandbox", "create", "--name", "g3", "--detach", "--runtime-class", sclass)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "not allowed" in r.stderr and "HTTP 400" in r.stderr, r.stderr
+    assert g.sandbox("g3") is None, "nothing recorded"
+    assert kube.client.list(KINDS["Pod"].format(ns=ns))["items"] == []
+    # Control: an allowed class is accepted by the same gateway.
+    st, body = g.request("POST", "/v1/sandboxes", {"name": "g3-ok", "runtime_class_name": kata})
+    assert st == 201, body
+
+
+def test_api_rejects_supervisor_class_and_unknown_fields(kube, ns, gateways):
+    wclass, sclass, kata = classes(kube, "g4")
+    g = start_gateway(kube, ns, gateways, default_runtime_class_name=wclass,
+                      supervisor_runtime_class_name=sclass, allowed_runtime_class_names=[kata])
+    attempts = {
+        "supervisor_runtime_class_name": kata,
+        "supervisor": {"runtime_class_name": kata},
+        "driver_config": {"supervisor_runtime_class_name": kata},
+        "runtimeClassName": kata,
+        "spec": {"runtime_class_name": kata},
+    }
+    for i, (field, value) in enumerate(attempts.items()):
+        st, body = g.request("POST", "/v1/sandboxes", {"name": f"g4-bad{i}", field: value})
+        assert st == 400, (field, st, body)
+        assert f'"{field}"' in body["message"], (field, body)
+        assert g.sandbox(f"g4-bad{i}") is None
+    assert kube.client.list(KINDS["Pod"].format(ns=ns))["items"] == []
+    # Control: the workload class field is honoured, the supervisor's stays the operator's.
+    st, body = g.request("POST", "/v1/sandboxes", {"name": "g4-ok", "runtime_class_name": kata})
+    assert st == 201, body
+    pods = poll(lambda: (p := pods_of(kube, ns, body["id"])) and len(p) == 2 and p, 30, "Pods")
+    assert pods["workload"]["spec"]["runtimeClassName"] == kata
+    assert pods["supervisor"]["spec"]["runtimeClassName"] == sclass
+
+
+def watch_pod_additions(kube, ns, seconds):
+    start = kube.client.list(f"/api/v1/namespaces/{ns}/pods")["metadata"]["resourceVersion"]
+    added = []
+
+    def go():
+        for ev in kube.client.watch(f"/api/v1/namespaces/{ns}/pods", resource_version=start,
+                                    timeout_seconds=seconds):
+            if ev["type"] == "ADDED":
+                added.append(ev["object"])
+    t = threading.Thread(target=go)
+    t.start()
+    return t, added
+
+
+def test_missing_supervisor_class_reported_and_creation_fails(kube, ns, gateways):
+    wclass = make_runtime_class(kube, f"g5-wl-{uid()}")
+    missing = f"g5-missing-{uid()}"  # no RuntimeClass object
+    g = start_gateway(kube, ns, gateways, default_runtime_class_name=wclass,
+                      supervisor_runtime_class_name=missing)
+    k = g.request("GET", "/v1/gateway/status")[1]["kubernetes"]
+    assert k["ok"] is False and k["missing"] == [missing], k
+    avail = {c["name"]: c["available"] for c in k["runtime_classes"]}
+    assert avail == {wclass: True, missing: False}, k  # the control in the same check
+    assert f"supervisor RuntimeClass '{missing}' not found" in g.log_text()
+
+    t, added = watch_pod_additions(kube, ns, 6)
+    r = g.cli("sandbox", "create", "--name", "g5", "--detach", timeout=60)
+    t.join()
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert f'RuntimeClass "{missing}" not found' in r.stderr, r.stderr
+    assert added == [], [p["metadata"]["name"] for p in added]  # never without the class
+    got = g.cli_json("sandbox", "get", "g5")
+    assert got["phase"] == "Error" and missing in got["message"], got
+    assert "supervisor" in got["message"], got
+    assert got["pods"] == [], got
+    assert all(not v for v in objects_of(kube, ns, got["id"]).values()), "rolled back"
+    human = g.cli("sandbox", "get", "g5", check=0).stdout
+    assert "Error" in human and missing in human and "no pods" in human, human
+
+    # Control: once the class exists, the same gateway creates the sandbox with it.
+    make_runtime_class(kube, missing)
+    row = create_ready(kube, g, "g5-ok")
+    assert pods_of(kube, ns, row["id"])["supervisor"]["spec"]["runtimeClassName"] == missing
+
+
+def test_stop_start_keeps_classes_and_delete_removes_everything(kube, ns, gateways):
+    wclass, sclass, kata = classes(kube, "g6")
+    g = start_gateway(kube, ns, gateways, default_runtime_class_name=wclass,
+                      supervisor_runtime_class_name=sclass, allowed_runtime_class_names=[kata])
+    row = create_ready(kube, g, "g6", "--runtime-class", kata)
+    sid = row["id"]
+    old = {c: p["metadata"]["uid"] for c, p in pods_of(kube, ns, sid).items()}
+
+    r = g.cli("sandbox", "stop", "g6", timeout=60)
+    assert r.returncode == 0, (r.stdout, r.stderr, g.log_text()[-2000:])
+    assert g.sandbox("g6")["phase"] == "Stopped"
+    poll(lambda: not pods_of(kube, ns, sid), 30, "Pods deleted by stop")
+    kept = objects_of(kube, ns, sid)
+    assert kept["NetworkPolicy"] and kept["Service"] and kept["Secret"], "stop keeps the rest"
+
+    # The operator changes every class and restarts the gateway: the sandbox
+    # keeps the classes recorded at creation.
+    other_w, other_s, other_k = classes(kube, "g6-other")
+    g.stop()
+    g2 = KubeGateway(kube, ns, state_dir=g.state_dir, port=g.port,
+                     default_runtime_class_name=other_w, supervisor_runtime_class_name=other_s,
+                     allowed_runtime_class_names=[other_k])
+    g.owns_dir, g2.owns_dir = False, True  # g2 removes the shared state dir last
+    gateways.append(g2)
+    g2.start()
+
+    h = cli_bg(g2, "sandbox", "start", "g6")
+    sup = poll(lambda: pods_of(kube, ns, sid).get("supervisor"), 30, "supervisor recreated")
+    mark_ready(kube, ns, sup["metadata"]["name"])
+    r = h.result()
+    assert r.returncode == 0, (r.stdout, r.stderr, g2.log_text()[-3000:])
+    new = pods_of(kube, ns, sid)
+    assert set(new) == {"workload", "supervisor"}
+    assert all(new[c]["metadata"]["uid"] != old[c] for c in new), "replacement Pods"
+    assert new["workload"]["spec"]["runtimeClassName"] == kata
+    assert new["supervisor"]["spec"]["runtimeClassName"] == sclass
+    got = g2.cli_json("sandbox", "get", "g6")
+    assert sorted(p["runtimeClassName"] for p in got["pods"]) == sorted([kata, sclass])
+
+    r = g2.cli("sandbox", "delete", "g6", timeout=90)
+    assert r.returncode == 0, (r.stdout, r.stderr, g2.log_text()[-2000:])
+    assert g2.sandbox("g6") is None
+    assert all(not v for v in objects_of(kube, ns, sid).values()), objects_of(kube, ns, sid)
+    assert not exists(kube.client, f"/api/v1/namespaces/{ns}/secrets/os-{sid}"), "anchor gone"
