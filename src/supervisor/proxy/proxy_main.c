@@ -203,7 +203,19 @@ static int run(struct state *st, os_error *err)
 	    loop_signal_add(l, SIGTERM, on_term, st, NULL, err) < 0 ||
 	    loop_signal_add(l, SIGINT, on_term, st, NULL, err) < 0)
 		return -1;
-	return loop_run(l, err);
+	int status = loop_run(l, err);
+	/* Orderly teardown, so a leak checker sees only real leaks. */
+	proxy_free(st->proxy); /* also frees the identity context */
+	resolver_free(cfg.resolver);
+	credentials_free(cfg.creds);
+	inference_routes_free(cfg.inference);
+	tls_ca_free(cfg.ca);
+	SSL_CTX_free(cfg.upstream_tls);
+	policy_holder_free(st->holder);
+	audit_close(st->audit);
+	loop_run_once(l, 0, NULL); /* deferred frees */
+	loop_free(l);
+	return status;
 }
 
 int main(int argc, char **argv)
