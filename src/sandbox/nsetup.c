@@ -4,6 +4,7 @@
 #include "nsetup.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
@@ -50,6 +51,19 @@ int ns_setup_mounts(const struct launch_spec *s, os_error *err)
 		return os_error_errno(err, "mounting a private /proc");
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
 		return os_error_errno(err, "mounting a private /tmp");
+	/* Landlock does not govern memfds: without this an agent could write a
+	 * program to a memfd and execve("/proc/self/fd/N") it. 2 = memfds of
+	 * this PID namespace are never executable (MFD_EXEC refused); children
+	 * cannot lower it. Kernels before 6.3 lack the knob (ENOENT). */
+	int fd = open("/proc/sys/vm/memfd_noexec", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		bool ok = write(fd, "2", 1) == 1;
+		close(fd);
+		if (!ok)
+			return os_error_errno(err, "setting vm.memfd_noexec in the sandbox");
+	} else if (errno != ENOENT) {
+		return os_error_errno(err, "opening /proc/sys/vm/memfd_noexec");
+	}
 	if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
 		return os_error_errno(err, "setting hostname");
 	return 0;
