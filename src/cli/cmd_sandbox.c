@@ -121,10 +121,41 @@ static int create_body(int argc, char **argv, json_t *body, bool *detach)
 				return CLI_USAGE;
 		} else if (!strcmp(a, "--runtime-class"))
 			json_object_set_new(body, "runtime_class_name", json_string(v));
+		else if (!strcmp(a, "--image"))
+			json_object_set_new(body, "image", json_string(v));
 		else
 			return cli_usage("sandbox create: unknown option %s", a);
 	}
 	return 0;
+}
+
+/* One sandbox as the API shows it: its fields, then (when the driver reports
+ * them) a table of its Pods and any condition that explains a wait. */
+static void print_sandbox(struct cli *cli, const json_t *row)
+{
+	static const char *const pod_cols[] = { "name", "component", "phase", "runtimeClassName",
+						NULL };
+	if (cli->json)
+		return cli_object(cli, row);
+	_cleanup_json_ json_t *top = json_deep_copy(row);
+	const json_t *pods = json_object_get(row, "pods"), *c;
+	size_t i;
+	json_object_del(top, "pods");
+	json_object_del(top, "conditions");
+	cli_object(cli, top);
+	json_array_foreach (json_object_get(row, "conditions"), i, c) {
+		const char *msg = json_string_value(json_object_get(c, "message"));
+		if (msg && *msg)
+			printf("%-17s %s: %s\n", "condition",
+			       json_string_value(json_object_get(c, "type")) ?: "?", msg);
+	}
+	if (!json_is_array(pods))
+		return;
+	putchar('\n');
+	if (json_array_size(pods))
+		cli_table(cli, pods, pod_cols, "pods");
+	else
+		printf("no pods\n");
 }
 
 static int exit_of(const json_t *row)
@@ -160,12 +191,12 @@ static int create(struct cli *cli, int argc, char **argv)
 		return exit_of(row);
 	}
 	if (!phase_in(row, (const char *const[]){ "Ready", NULL })) {
-		cli_object(cli, row);
+		print_sandbox(cli, row);
 		return cli_fail("sandbox %s did not become Ready: %s", name,
 				json_string_value(json_object_get(row, "message")));
 	}
 	if (detach) {
-		cli_object(cli, row);
+		print_sandbox(cli, row);
 		return CLI_OK;
 	}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs?follow=1", name);
@@ -199,8 +230,24 @@ static int simple(struct cli *cli, const char *method, const char *name, const c
 			printf("sandbox %s deleted\n", seg);
 		return CLI_OK;
 	}
-	cli_object(cli, row);
+	print_sandbox(cli, row);
 	return phase_in(row, (const char *const[]){ "Error", NULL }) ? CLI_FAIL : CLI_OK;
+}
+
+/* `sandbox get NAME`: the sandbox, then its backend objects as the driver
+ * sees them (Pods with phase and RuntimeClass; "-" when a Pod has none). */
+static int get(struct cli *cli, const char *name)
+{
+	char seg[256], path[512];
+	long status = 0;
+	if (cli_segment(seg, sizeof(seg), name) < 0)
+		return CLI_USAGE;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", seg);
+	_cleanup_json_ json_t *out = cli_api(cli, "GET", path, NULL, &status);
+	if (!out)
+		return CLI_FAIL;
+	print_sandbox(cli, out);
+	return CLI_OK;
 }
 
 static int logs(struct cli *cli, int argc, char **argv)
@@ -253,7 +300,7 @@ int cmd_sandbox(struct cli *cli, int argc, char **argv)
 		return cli_usage(
 			"usage: openshell sandbox create|list|get|delete|stop|start|logs [NAME]");
 	if (!strcmp(sub, "get"))
-		return simple(cli, "GET", argv[1], NULL, NULL, false);
+		return get(cli, argv[1]);
 	if (!strcmp(sub, "delete"))
 		return simple(cli, "DELETE", argv[1], NULL, (const char *const[]){ NULL }, true);
 	if (!strcmp(sub, "stop"))

@@ -10,7 +10,8 @@ static int usage(FILE *f)
 	fprintf(f,
 		"usage: openshell [-o json] [--gateway URL] COMMAND ...\n"
 		"  sandbox create [--name N] [--policy F] [--provider P]... [--env K=V]...\n"
-		"                 [--label K=V]... [--runtime-class C] [--detach] [-- CMD...]\n"
+		"                 [--label K=V]... [--runtime-class C] [--image I] [--detach]\n"
+		"                 [-- CMD...]\n"
 		"  sandbox list | get NAME | stop NAME | start NAME | delete NAME\n"
 		"  sandbox logs NAME [--follow]\n"
 		"  policy set NAME --policy F [--wait] [--timeout S]   (exit 0 loaded, 1 failed, "

@@ -99,7 +99,10 @@ int api_check_policy(const char *yaml, os_error *err)
 static json_t *driver_request(const json_t *body, const char *id, const char *name)
 {
 	json_t *spec = json_object();
-	static const char *const keys[] = { "command", "env", "labels", "runtime_class_name" };
+	/* The caller's fields a driver validates (driver.h "spec"); a driver
+	 * refuses what it cannot honour (the local one: image, resources). */
+	static const char *const keys[] = { "command", "env",	    "labels",
+					    "image",   "resources", "runtime_class_name" };
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
 		json_t *v = json_object_get(body, keys[i]);
 		if (v)
@@ -113,7 +116,7 @@ static json_t *driver_request(const json_t *body, const char *id, const char *na
 static void create(struct gateway *gw, const struct api_request *req, struct api_response *resp)
 {
 	static const char *const keys[] = {
-		"name",	  "command",   "env", "labels", "runtime_class_name",
+		"name",	  "command",   "env", "labels", "image", "resources", "runtime_class_name",
 		"policy", "providers", NULL
 	};
 	_cleanup_json_ json_t *body = api_body(req, keys, resp), *record = NULL, *row = NULL,

@@ -52,8 +52,11 @@ static struct driver *connect_driver(const struct config *cfg, os_error *err)
 {
 	struct k8s_settings s;
 	struct k8s_creds creds;
+	/* A short first backoff: retries (429/5xx, refused connections) block
+	 * the loop, so an unreachable API costs ~1.5 s per call, not ~6 s. */
 	struct k8s_client_opts copts = { .timeout_ms = KUBE_CALL_TIMEOUT_MS,
-					 .connect_timeout_ms = KUBE_CONNECT_TIMEOUT_MS };
+					 .connect_timeout_ms = KUBE_CONNECT_TIMEOUT_MS,
+					 .backoff_ms = 50 };
 	/* ready_timeout 0: create returns once every object is accepted; the
 	 * reconcile this file runs ungates when the supervisor is Ready. */
 	struct k8s_driver_opts dopts = { .ready_timeout_ms = 0,

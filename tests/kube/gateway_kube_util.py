@@ -13,13 +13,17 @@ from driver_util import AGENT_IMAGE, SUP_IMAGE, ensure_default_sa, toml_value, u
 class KubeGateway(gateway_util.Gateway):
     """A gateway whose gateway.toml selects the kubernetes driver."""
 
-    def __init__(self, kube, namespace, state_dir=None, port=None, **settings):
+    def __init__(self, kube, namespace, state_dir=None, port=None, config_text=None, **settings):
         super().__init__(state_dir=state_dir)
         self.kube, self.ns = kube, namespace
         if port:
             self.port = port
         ensure_default_sa(kube, namespace)
         self.config = os.path.join(self.state_dir, f"gateway-{uid()}.toml")
+        if config_text is not None:  # e.g. what the Helm chart rendered
+            with open(self.config, "w") as f:
+                f.write(config_text)
+            return
         base = {"namespace": namespace, "topology": "dedicated-supervisor",
                 "supervisor_image": SUP_IMAGE, "default_image": AGENT_IMAGE}
         base.update(settings)

@@ -3,12 +3,12 @@
 # -> the kubernetes driver -> Pods, and `openshell sandbox get` showing each
 # Pod's name, phase and runtimeClassName (KUBERNETES.md criteria 1-5 through
 # the gateway and CLI). The kubelet is played by writing Pod status.
-import json, os, threading
+import base64, os, sys, threading
 
 import pytest
 
 from driver_util import (KINDS, LABEL_ID, exists, make_runtime_class, mark_ready, ns,  # noqa: F401
-                         poll, uid)
+                         poll, uid, warn_event)
 from gateway_kube_util import KubeGateway
 
 
@@ -243,3 +243,108 @@ def test_stop_start_keeps_classes_and_delete_removes_everything(kube, ns, gatewa
     assert g2.sandbox("g6") is None
     assert all(not v for v in objects_of(kube, ns, sid).values()), objects_of(kube, ns, sid)
     assert not exists(kube.client, f"/api/v1/namespaces/{ns}/secrets/os-{sid}"), "anchor gone"
+
+
+def test_kubelet_cannot_run_supervisor_class_get_shows_why(kube, ns, gateways):
+    wclass, sclass, _ = classes(kube, "g7")
+    g = start_gateway(kube, ns, gateways, default_runtime_class_name=wclass,
+                      supervisor_runtime_class_name=sclass)
+    st, body = g.request("POST", "/v1/sandboxes", {"name": "g7"})
+    assert st == 201, body
+    sup = poll(lambda: pods_of(kube, ns, body["id"]).get("supervisor"), 30, "supervisor Pod")
+    got = g.cli_json("sandbox", "get", "g7")
+    cond = {c["type"]: c for c in got["conditions"]}
+    assert cond["SupervisorReady"]["message"] == "", cond  # control: no warning yet
+    msg = f'failed to get sandbox runtime: no runtime for "{sclass}" is configured'
+    warn_event(kube, ns, sup["metadata"]["name"], "FailedCreatePodSandBox", msg)
+    got = g.cli_json("sandbox", "get", "g7")
+    cond = {c["type"]: c for c in got["conditions"]}
+    assert cond["SupervisorReady"]["status"] == "False" and cond["SupervisorReady"]["message"] == msg
+    assert got["phase"] == "Provisioning", got  # never Ready
+    wl = pods_of(kube, ns, body["id"])["workload"]
+    assert wl["spec"]["schedulingGates"], "the workload never runs without its supervisor"
+    human = g.cli("sandbox", "get", "g7", check=0).stdout
+    assert f"SupervisorReady: {msg}" in human, human
+
+
+def test_helm_rendered_config_serves_the_kubernetes_driver(kube, ns, gateways):
+    """The chart's gateway.toml (default_driver = "kubernetes") as the gateway
+    reads it; --state-dir/--listen on the command line win over the file."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "helm"))
+    import helm_util as hu
+    wclass = make_runtime_class(kube, f"g8-wl-{uid()}")
+    sclass = f"g8-sup-{uid()}"  # created below: missing at startup
+    helm = hu.Helm(kube)
+    try:
+        text = hu.gateway_toml(helm.template({
+            "server": {"sandboxNamespace": ns, "defaultImage": "registry.invalid/agent:1",
+                       "defaultRuntimeClassName": wclass, "allowedRuntimeClassNames": [wclass]},
+            "supervisor": {"runtimeClassName": sclass}}, [hu.SEED_VALUES]))
+    finally:
+        helm.close()
+    assert 'default_driver = "kubernetes"' in text
+    g = KubeGateway(kube, ns, config_text=text)
+    gateways.append(g)
+    g.start()
+    k = g.request("GET", "/v1/gateway/status")[1]["kubernetes"]
+    assert k["namespace"] == ns and k["topology"] == "dedicated-supervisor", k
+    assert k["missing"] == [sclass] and k["supervisor_runtime_class"] == sclass, k
+    make_runtime_class(kube, sclass)
+    row = create_ready(kube, g, "g8")
+    pods = pods_of(kube, ns, row["id"])
+    assert pods["workload"]["spec"]["runtimeClassName"] == wclass
+    assert pods["supervisor"]["spec"]["runtimeClassName"] == sclass
+
+
+BINARIES_POLICY = """version: 1
+network_policies:
+  github:
+    endpoints:
+      - host: api.github.com
+        port: 443
+    binaries:
+      - path: /usr/bin/curl
+"""
+ENDPOINT_POLICY = """version: 1
+network_policies:
+  github:
+    endpoints:
+      - host: api.github.com
+        port: 443
+"""
+
+
+def test_image_and_policy_reach_the_cluster(kube, ns, gateways, tmp_path):
+    g = start_gateway(kube, ns, gateways)
+    pol = tmp_path / "binaries.yaml"
+    pol.write_text(BINARIES_POLICY)
+    # Per-binary identity cannot cross Pods: refused with the operator's way out.
+    r = g.cli("sandbox", "create", "--name", "g9-bin", "--detach", "--policy", str(pol))
+    assert r.returncode == 1 and "HTTP 400" in r.stderr, r.stderr
+    assert "split_binary_identity" in r.stderr, r.stderr
+    # Control: an endpoint-only policy and the caller's image are honoured.
+    pol.write_text(ENDPOINT_POLICY)
+    row = create_ready(kube, g, "g9", "--policy", str(pol), "--image", "registry.invalid/mine:2")
+    wl = pods_of(kube, ns, row["id"])["workload"]
+    assert [c["image"] for c in wl["spec"]["containers"]] == ["registry.invalid/mine:2"]
+    sec = kube.client.get(f"/api/v1/namespaces/{ns}/secrets/os-{row['id']}-supervisor")
+    assert base64.b64decode(sec["data"]["policy.yaml"]).decode() == ENDPOINT_POLICY
+    # The supervisor starts with that policy, so once Ready the revision is loaded.
+    rev = g.cli_json("policy", "get", "g9")
+    assert rev["status"] == "loaded" and rev["policy"] == ENDPOINT_POLICY, rev
+
+
+def test_combined_topology_becomes_ready_with_its_pod(kube, ns, gateways):
+    kata = make_runtime_class(kube, f"g10-kata-{uid()}")
+    g = start_gateway(kube, ns, gateways, topology="combined", allowed_runtime_class_names=[kata])
+    h = cli_bg(g, "sandbox", "create", "--name", "g10", "--detach", "--runtime-class", kata)
+    row = poll(lambda: g.sandbox("g10"), 30, "sandbox recorded")
+    pod = poll(lambda: pods_of(kube, ns, row["id"]).get("sandbox"), 30, "sandbox Pod")
+    assert g.sandbox("g10")["phase"] == "Provisioning"  # control: not Ready before the Pod
+    mark_ready(kube, ns, pod["metadata"]["name"])
+    r = h.result()
+    assert r.returncode == 0, (r.stdout, r.stderr, g.log_text()[-2000:])
+    got = g.cli_json("sandbox", "get", "g10")
+    assert got["phase"] == "Ready", got
+    assert [(p["component"], p["runtimeClassName"]) for p in got["pods"]] == [("sandbox", kata)]

@@ -201,7 +201,12 @@ int k8s_status(struct driver *d, json_t *record, json_t **status, os_error *err)
 			    json_object_get(record, "message"), "placement",
 			    json_object_get(record, "placement"), "conditions",
 			    json_object_get(record, "conditions"), "pods", summaries);
-	return *status ? 0 : os_error_set(err, ENOMEM, "status: out of memory");
+	if (!*status)
+		return os_error_set(err, ENOMEM, "status: out of memory");
+	/* The supervisor starts with --policy from its Secret (the recorded
+	 * policy): for the gateway, Running means that policy is loaded. */
+	json_object_set_new(*status, "policy_supported", json_true());
+	return 0;
 }
 
 /* ---- reconcile ---- */
@@ -265,6 +270,25 @@ static int reconcile_one(struct k8s_driver *k, json_t *record, json_t *rep, os_e
 	return 0;
 }
 
+/* One known combined sandbox: its single Pod turning Ready is the moment the
+ * supervisor in it holds the boundary (no gate to lift). */
+static int reconcile_combined(struct k8s_driver *k, json_t *record, json_t *rep, os_error *err)
+{
+	const char *id = json_string_value(json_object_get(record, "id"));
+	const char *phase = json_string_value(json_object_get(record, "phase"));
+	_cleanup_json_ json_t *pods = NULL;
+	if (!phase || strcmp(phase, "Provisioning") != 0)
+		return 0;
+	if (sandbox_pods(k, id, &pods, err) < 0)
+		return -1;
+	const json_t *pod = find_component(pods, "sandbox");
+	if (pod && !terminating(pod) && k8s_pod_ready(pod)) {
+		k8s_record_phase(record, "Running", "sandbox Pod Ready");
+		report(rep, id, "running", "sandbox Pod Ready");
+	}
+	return 0;
+}
+
 static bool known(json_t *const *records, size_t n, const char *id)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -314,10 +338,13 @@ int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **o
 		const char *phase = json_string_value(json_object_get(records[i], "phase"));
 		const char *topo = json_string_value(
 			json_object_get(json_object_get(records[i], "placement"), "topology"));
-		if (!topo || strcmp(topo, "dedicated-supervisor") != 0 ||
+		if (!topo ||
 		    (phase && (strcmp(phase, "Stopped") == 0 || strcmp(phase, "Deleted") == 0)))
 			continue;
-		if (reconcile_one(k, records[i], rep, err) < 0)
+		if (strcmp(topo, "combined") == 0
+			    ? reconcile_combined(k, records[i], rep, err) < 0
+			    : strcmp(topo, "dedicated-supervisor") == 0 &&
+				      reconcile_one(k, records[i], rep, err) < 0)
 			return os_error_prefix(
 				err, "reconcile %s",
 				json_string_value(json_object_get(records[i], "id")));
