@@ -88,8 +88,11 @@ int nb_idle(const struct nb_addr *target, const struct nb_addr *proxy, unsigned 
 	}
 	printf("ready %u\n", n);
 	fflush(stdout);
-	while (read(STDIN_FILENO, &c, 1) > 0 || errno == EINTR)
-		errno = 0; /* hold the tunnels until stdin reaches EOF */
+	for (;;) { /* hold the tunnels until stdin reaches EOF (or fails) */
+		ssize_t r = read(STDIN_FILENO, &c, 1);
+		if (r == 0 || (r < 0 && errno != EINTR))
+			break;
+	}
 	close_all(fds, n);
 	return 0;
 }

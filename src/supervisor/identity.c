@@ -230,6 +230,8 @@ static size_t find_owners(struct identity_ctx *ctx, unsigned long inode, pid_t *
 		uint64_t v;
 		if (parse_u64_str(e->d_name, 1, INT32_MAX, &v, NULL) < 0)
 			continue;
+		if ((pid_t)v == getpid())
+			continue; /* our own fds hold the other end, never the caller */
 		ino_t ns;
 		/* Cheap filter first: most host processes live in another netns. */
 		if (ns_inode((pid_t)v, "net", &ns) < 0 || ns != ctx->netns_ino)

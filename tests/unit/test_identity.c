@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -48,31 +51,62 @@ static void close_conn(struct conn *c)
 	close(c->lfd);
 }
 
-static void resolves_own_connection_to_own_executable(void **state)
+/* A child (fork of this test) makes the connection and holds it: the
+ * resolver never counts its own process as a caller. */
+static void resolves_child_connection_to_its_chain(void **state)
 {
-	struct conn c;
-	make_conn(&c);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in server = { .sin_family = AF_INET,
+				      .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof server;
+	assert_int_equal(bind(lfd, (void *)&server, sizeof server), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	assert_int_equal(getsockname(lfd, (void *)&server, &len), 0);
+	int ready[2];
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		int cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (connect(cfd, (void *)&server, sizeof server) < 0)
+			_exit(1);
+		char b = 1;
+		if (write(ready[1], &b, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char b;
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	struct sockaddr_in client;
+	len = sizeof client;
+	int afd = accept4(lfd, (void *)&client, &len, SOCK_CLOEXEC);
+	assert_true(afd >= 0);
 	struct identity_ctx *ctx;
 	os_error err = { 0 };
 	assert_int_equal(identity_ctx_new(getpid(), &ctx, &err), 0);
 	struct identity *id = calloc(1, sizeof *id);
-	enum identity_failure f =
-		identity_resolve(ctx, (void *)&c.client, (void *)&c.server, id, &err);
-	assert_int_equal(f, IDENTITY_OK);
+	assert_int_equal(identity_resolve(ctx, (void *)&client, (void *)&server, id, &err),
+			 IDENTITY_OK);
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	assert_true(n > 0);
 	self[n] = '\0';
-	assert_int_equal(id->pid, getpid());
-	assert_int_equal(id->n_chain, 1);
+	assert_int_equal(id->pid, child);
+	assert_int_equal(id->n_chain, 2); /* the child, then us (the entry) */
 	assert_string_equal(id->chain[0], self);
+	assert_string_equal(id->chain[1], self);
 	assert_int_equal(id->uid, getuid());
 	/* Second resolution hits the pin and still agrees. */
-	assert_int_equal(identity_resolve(ctx, (void *)&c.client, (void *)&c.server, id, &err),
+	assert_int_equal(identity_resolve(ctx, (void *)&client, (void *)&server, id, &err),
 			 IDENTITY_OK);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
 	free(id);
 	identity_ctx_free(ctx);
-	close_conn(&c);
+	close(afd);
+	close(lfd);
+	close(ready[0]);
+	close(ready[1]);
 }
 
 static void unknown_tuple_does_not_resolve(void **state)
@@ -120,7 +154,7 @@ static void parses_proc_net_lines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(resolves_own_connection_to_own_executable),
+		cmocka_unit_test(resolves_child_connection_to_its_chain),
 		cmocka_unit_test(unknown_tuple_does_not_resolve),
 		cmocka_unit_test(parses_proc_net_lines),
 	};

@@ -95,6 +95,7 @@ struct conn {
 	int pipes[2][2];
 	size_t piped[2];
 	bool half_closed[2];
+	bool pipe_grown[2];
 };
 
 /* proxy.c */

@@ -21,23 +21,40 @@ int tunnel_start(struct conn *c)
 	return 0;
 }
 
-/* One direction: src socket -> pipe -> dst socket. Returns -1 when the
- * tunnel is over in this direction and the peer should see EOF. */
-static void splice_dir(struct conn *c, int d, int src, int dst)
+/* Bulk tunnels get a 1 MiB pipe once they move a full default pipe's worth:
+ * fewer wake-ups per byte, while idle tunnels keep the small default (pipe
+ * memory counts against a per-user quota). Failure just keeps 64 KiB. */
+static void grow_pipe(struct conn *c, int d)
 {
-	if (c->piped[d] == 0 && !c->half_closed[d]) {
-		ssize_t n = splice(src, NULL, c->pipes[d][1], NULL, SPLICE_CHUNK,
-				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-		if (n > 0)
-			c->piped[d] += (size_t)n;
-		else if (n == 0) {
-			c->half_closed[d] = true;
-			shutdown(dst, SHUT_WR);
-		} else if (errno != EAGAIN && errno != EINTR) {
-			c->half_closed[d] = true;
-			shutdown(dst, SHUT_WR);
-		}
+	if (c->pipe_grown[d])
+		return;
+	c->pipe_grown[d] = true;
+	fcntl(c->pipes[d][1], F_SETPIPE_SZ, 1 << 20);
+}
+
+/* Fills the pipe from src; returns true if bytes moved. */
+static bool splice_in(struct conn *c, int d, int src, int dst)
+{
+	if (c->piped[d] != 0 || c->half_closed[d])
+		return false;
+	ssize_t n = splice(src, NULL, c->pipes[d][1], NULL, SPLICE_CHUNK,
+			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	if (n > 0) {
+		c->piped[d] += (size_t)n;
+		if (n >= 65536)
+			grow_pipe(c, d);
+		return true;
 	}
+	if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		c->half_closed[d] = true; /* EOF or error: the peer sees EOF */
+		shutdown(dst, SHUT_WR);
+	}
+	return false;
+}
+
+/* Drains the pipe into dst; returns false when dst would block or is gone. */
+static bool splice_out(struct conn *c, int d, int dst)
+{
 	while (c->piped[d] > 0) {
 		ssize_t n = splice(c->pipes[d][0], NULL, dst, NULL, c->piped[d],
 				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
@@ -46,11 +63,23 @@ static void splice_dir(struct conn *c, int d, int src, int dst)
 			continue;
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
+			return false;
 		/* the destination is gone: drop what is buffered, stop this way */
 		c->piped[d] = 0;
 		c->half_closed[d] = true;
-		return;
+		return false;
+	}
+	return true;
+}
+
+/* One direction: src socket -> pipe -> dst socket, until the kernel says
+ * EAGAIN (bounded, to stay fair to the other connections on this loop). */
+static void splice_dir(struct conn *c, int d, int src, int dst)
+{
+	for (int round = 0; round < 8; round++) {
+		bool in = splice_in(c, d, src, dst);
+		if (!splice_out(c, d, dst) || !in)
+			return;
 	}
 }
 
@@ -218,12 +247,12 @@ void forward_step(struct conn *c)
 			return;
 	}
 	if (c->resp_body.state == BODY_UNTIL_CLOSE) {
-		buf_append(&c->cout, c->uin.data,
-			   c->uin.len < c->cout.cap - c->cout.len ? c->uin.len
-								  : c->cout.cap - c->cout.len,
-			   NULL);
-		buf_consume(&c->uin, c->uin.len); /* appended above up to the cap */
-		if (ueof)
+		/* Move only what fits; the rest waits in uin for the agent. */
+		size_t room = c->cout.cap - c->cout.len;
+		size_t n = c->uin.len < room ? c->uin.len : room;
+		if (n && buf_append(&c->cout, c->uin.data, n, NULL) == 0)
+			buf_consume(&c->uin, n);
+		if (ueof && c->uin.len == 0)
 			c->resp_body.state = BODY_DONE;
 	} else if (body_pump(&c->resp_body, &c->uin, &c->cout, &err) < 0) {
 		log_warn("proxy: bad response body from %s: %s", c->host, err.msg);
