@@ -165,7 +165,9 @@ static int open_driver(struct gateway *gw, const struct config *cfg, os_error *e
 		.sandbox_binary = b,
 		.hosts_file = config_get_string(cfg, "drivers.local", "hosts_file"),
 		.dns_servers = config_get_string(cfg, "drivers.local", "dns_servers"),
-		.upstream_ca_file = config_get_string(cfg, "drivers.local", "upstream_ca_file")
+		.upstream_ca_file = config_get_string(cfg, "drivers.local", "upstream_ca_file"),
+		.max_processes = config_get_int(cfg, "drivers.local", "max_processes"),
+		.max_memory_mb = config_get_int(cfg, "drivers.local", "max_memory_mb"),
 	};
 	return local_driver_new(&lc, &gw->driver, err);
 }

@@ -143,6 +143,18 @@ static const struct config_key local_keys[] = {
 	{ .name = "upstream_ca_file",
 	  .type = CONFIG_STRING,
 	  .help = "extra CA the proxies trust for upstream TLS (system roots always are)" },
+	{ .name = "max_processes",
+	  .type = CONFIG_INT,
+	  .min = 0,
+	  .max = 4194304,
+	  .def = "0",
+	  .help = "RLIMIT_NPROC of each agent (per uid); 0 = no limit" },
+	{ .name = "max_memory_mb",
+	  .type = CONFIG_INT,
+	  .min = 0,
+	  .max = 16777216,
+	  .def = "0",
+	  .help = "address-space limit of each agent process in MiB; 0 = no limit" },
 };
 
 const struct config_section config_section_gateway = { "gateway", gateway_keys,

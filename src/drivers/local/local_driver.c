@@ -25,7 +25,8 @@
 struct local_driver {
 	struct driver base;
 	char *state_dir, *supervisor, *launcher;
-	char *proxy_flags[3][2]; /* operator proxy settings: flag, value */
+	/* operator settings passed to every supervisor: flag, value (NULL = unset) */
+	char *proxy_flags[5][2];
 	unsigned proxy_port, grace_s;
 	struct local_caps caps;
 };
@@ -125,7 +126,7 @@ static int base_args(struct local_driver *ld, const char *id, const char **argv,
 	if (ld->launcher &&
 	    (add_arg(argv, n, "--launcher", err) < 0 || add_arg(argv, n, ld->launcher, err) < 0))
 		return -1;
-	for (int i = 0; i < 3; i++)
+	for (size_t i = 0; i < ARRAY_SIZE(ld->proxy_flags); i++)
 		if (ld->proxy_flags[i][0] && (add_arg(argv, n, ld->proxy_flags[i][0], err) < 0 ||
 					      add_arg(argv, n, ld->proxy_flags[i][1], err) < 0))
 			return -1;
@@ -425,7 +426,7 @@ static void local_free(struct driver *d)
 	free(ld->state_dir);
 	free(ld->supervisor);
 	free(ld->launcher);
-	for (int i = 0; i < 3; i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(ld->proxy_flags); i++) {
 		free(ld->proxy_flags[i][0]);
 		free(ld->proxy_flags[i][1]);
 	}
@@ -466,10 +467,15 @@ int local_driver_new(const struct local_driver_config *cfg, struct driver **out,
 		local_free(&ld->base);
 		return os_error_set(err, ENOMEM, "local driver");
 	}
-	const char *flags[3][2] = { { "--hosts", cfg->hosts_file },
+	char procs[24], mem[24];
+	snprintf(procs, sizeof procs, "%lld", cfg->max_processes);
+	snprintf(mem, sizeof mem, "%lld", cfg->max_memory_mb);
+	const char *flags[5][2] = { { "--max-processes", cfg->max_processes > 0 ? procs : NULL },
+				    { "--max-memory-mb", cfg->max_memory_mb > 0 ? mem : NULL },
+				    { "--hosts", cfg->hosts_file },
 				    { "--dns", cfg->dns_servers },
 				    { "--upstream-ca", cfg->upstream_ca_file } };
-	for (int i = 0; i < 3; i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(ld->proxy_flags); i++) {
 		if (!flags[i][1])
 			continue;
 		ld->proxy_flags[i][0] = strdup(flags[i][0]);

@@ -32,6 +32,8 @@ struct local_driver_config {
 	unsigned stop_grace_s; /* SIGTERM -> SIGKILL; 0: 10 */
 	/* Operator settings handed to every supervisor's proxy (NULL: unset). */
 	const char *hosts_file, *dns_servers, *upstream_ca_file;
+	/* Operator limits on each agent (supervisor rlimits); 0 = none. */
+	long long max_processes, max_memory_mb;
 };
 
 int local_driver_new(const struct local_driver_config *cfg, struct driver **out, os_error *err);
