@@ -220,8 +220,9 @@ int client_start_gateway(struct client *c, os_error *err)
 		/* Detached: a new session, so the CLI's terminal and signals never reach it. */
 		if (setsid() < 0 || fork() != 0)
 			_exit(0);
-		int null = open("/dev/null", O_RDONLY);
-		int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0600);
+		/* dup2 below clears CLOEXEC on the standard fds it makes. */
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 		if (null < 0 || fd < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 			_exit(127);
 		fd_close_from(3, NULL, 0, NULL);

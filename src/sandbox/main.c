@@ -76,7 +76,7 @@ static int ensure_std_fds(os_error *err)
 	for (int fd = 0; fd < 3; fd++) {
 		if (fcntl(fd, F_GETFD) >= 0)
 			continue;
-		int n = open("/dev/null", O_RDWR);
+		int n = open("/dev/null", O_RDWR); /* no CLOEXEC: it is a standard fd */
 		if (n < 0)
 			return os_error_errno(err, "fd %d is closed and /dev/null cannot be opened",
 					      fd);

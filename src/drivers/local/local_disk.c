@@ -162,7 +162,7 @@ static bool knows_flag(const char *supervisor, const char *flag)
 		return false;
 	pid_t pid = fork();
 	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY);
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC); /* dup2 clears it on fd 0 */
 		dup2(null, 0);
 		dup2(p[1], 1);
 		dup2(p[1], 2);
