@@ -4,6 +4,7 @@ namespace, so nothing can leave the machine), a local test CA, and a running
 openshell-proxy with a given policy."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -82,6 +83,7 @@ class Upstream:
             p.wait()
         run("ip", "link", "del", self.veth, check=False)
         run("ip", "netns", "del", self.ns, check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Proxy:
