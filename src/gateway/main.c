@@ -125,10 +125,12 @@ static int open_state(struct gateway *gw, const struct config *cfg, os_error *er
 	if (sd ? str_copy(gw->state_dir, sizeof(gw->state_dir), sd, err)
 	       : default_state_dir(gw->state_dir, sizeof(gw->state_dir), err) < 0)
 		return -1;
-	if (mkdir_parents(gw->state_dir, 0700) < 0)
+	/* 0711: agents (another uid) must traverse to their workspace; nothing
+	 * here is listable, and every secret file is 0600. */
+	if (mkdir_parents(gw->state_dir, 0711) < 0)
 		return os_error_errno(err, "creating state dir %s", gw->state_dir);
-	if (chmod(gw->state_dir, 0700) < 0)
-		return os_error_errno(err, "chmod 0700 %s", gw->state_dir);
+	if (chmod(gw->state_dir, 0711) < 0)
+		return os_error_errno(err, "chmod 0711 %s", gw->state_dir);
 	snprintf(path, sizeof(path), "%s/secrets.key", gw->state_dir);
 	if (secret_key_load_or_create(path, &gw->key, err) < 0)
 		return -1;

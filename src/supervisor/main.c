@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -235,6 +238,72 @@ static json_t *build_spec(const struct options *o, const struct sockaddr_storage
 	return spec;
 }
 
+/* True when every ancestor of path lets uid/gid search it. */
+static bool reachable_by(const char *path, uid_t uid, gid_t gid)
+{
+	char buf[PATH_MAX];
+	if (str_copy(buf, sizeof buf, path, NULL) < 0)
+		return false;
+	for (char *slash = buf; (slash = strchr(slash + 1, '/')) != NULL;) {
+		*slash = '\0';
+		struct stat st;
+		bool ok = stat(buf, &st) == 0 &&
+			  ((st.st_uid == uid && (st.st_mode & S_IXUSR)) ||
+			   (st.st_gid == gid && (st.st_mode & S_IXGRP)) || (st.st_mode & S_IXOTH));
+		*slash = '/';
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* The agent's workspace: owned by the agent's user (when root still owns
+ * it) and its working directory, so it can use what persists across
+ * stop/start. The user comes from the launch spec (name or number),
+ * resolved through this host's passwd/group as the launcher will. */
+static int hand_over_workdir(json_t *spec, const char *workdir, os_error *err)
+{
+	json_t *u = json_object_get(spec, "user"), *g = json_object_get(spec, "group");
+	uid_t uid;
+	gid_t gid;
+	if (json_is_integer(u)) {
+		uid = (uid_t)json_integer_value(u);
+		gid = (gid_t)uid;
+	} else {
+		struct passwd *pw = getpwnam(json_string_value(u) ? json_string_value(u) : "");
+		if (!pw)
+			return os_error_set(err, ENOENT, "workspace: unknown user %s",
+					    json_string_value(u) ? json_string_value(u) : "?");
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+	}
+	if (json_is_integer(g)) {
+		gid = (gid_t)json_integer_value(g);
+	} else if (json_is_string(g)) {
+		struct group *gr = getgrnam(json_string_value(g));
+		if (!gr)
+			return os_error_set(err, ENOENT, "workspace: unknown group %s",
+					    json_string_value(g));
+		gid = gr->gr_gid;
+	}
+	struct stat st;
+	if (lstat(workdir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return os_error_errno(err, "workspace %s", workdir);
+	if (st.st_uid == 0 && chown(workdir, uid, gid) < 0)
+		return os_error_errno(err, "giving workspace %s to uid %u", workdir, (unsigned)uid);
+	if (!reachable_by(workdir, uid, gid)) {
+		/* e.g. a state directory under root's 0700 home: keep cwd "/" */
+		fprintf(stderr,
+			"openshell-supervisor: workspace %s is not reachable by uid %u "
+			"(a parent directory is closed to it); the agent starts in /\n",
+			workdir, (unsigned)uid);
+		return 0;
+	}
+	json_object_set_new(spec, "cwd", json_string(workdir));
+	json_object_set_new(json_object_get(spec, "env"), "HOME", json_string(workdir));
+	return 0;
+}
+
 /* Test-only hook: OPENSHELL_TEST_FAIL_STEP=proxy leaves the proxy unstarted,
  * the real condition confirm must catch (nothing answers on the proxy port). */
 static bool proxy_withheld(void)
@@ -401,7 +470,8 @@ static int run(const struct options *o, int audit_fd)
 	inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof addr);
 	if (!spec ||
 	    str_format(url, sizeof url, &err, "http://%s:%u", addr, ntohs(sin->sin_port)) < 0 ||
-	    egress_fill_spec(s.egress, spec, url, &err) < 0) {
+	    egress_fill_spec(s.egress, spec, url, &err) < 0 ||
+	    (o->egress.workdir && hand_over_workdir(spec, o->egress.workdir, &err) < 0)) {
 		os_error_prefix(&err, "building the launch spec");
 		goto fail;
 	}

@@ -164,3 +164,31 @@ def test_cli_auto_starts_a_local_gateway(tmp_path):
     finally:
         g.cli("gateway", "stop")
         g.cleanup()
+
+
+WORKSPACE_POLICY = """version: 1
+filesystem_policy:
+  include_workdir: true
+  read_only: [/usr, /lib, /lib64, /bin, /etc, /proc, /dev/urandom]
+  read_write: [/tmp, /dev/null]
+network_policies: {}
+"""
+
+
+def test_agent_works_in_its_workspace_and_it_persists(gw, tmp_path):
+    pol = write(tmp_path, "ws.yaml", WORKSPACE_POLICY)
+    r = gw.cli("sandbox", "create", "--name", "ws", "--policy", pol, "--", "/bin/sh", "-c",
+               'echo "cwd=$(pwd)"; echo "home=$HOME"; echo made-inside > note.txt; '
+               "cat /etc/hostname >/dev/null; echo done")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    sid = gw.sandbox("ws")["id"]
+    workspace = os.path.join(gw.sandbox_dir(sid), "workspace")
+    assert f"cwd={workspace}" in r.stdout and f"home={workspace}" in r.stdout
+    with open(os.path.join(workspace, "note.txt")) as f:
+        assert f.read() == "made-inside\n"
+    st = os.stat(workspace)
+    assert st.st_uid == 65534 and (st.st_mode & 0o777) == 0o700  # the agent's, nobody else's
+    # Negative control: outside the workspace and the policy, writing fails.
+    r = gw.cli("sandbox", "create", "--name", "ws2", "--policy", pol, "--", "/bin/sh", "-c",
+               "echo x > /etc/should-not-exist")
+    assert r.returncode != 0 and not os.path.exists("/etc/should-not-exist")

@@ -41,10 +41,14 @@ int local_dirs_create(const char *state_dir, const char *id, os_error *err)
 {
 	char p[LOCAL_PATH_MAX];
 	if (str_format(p, sizeof(p), err, "%s/sandboxes", state_dir) < 0 ||
-	    mkdir_mode(p, 0700, err) < 0 || local_path(state_dir, id, NULL, p, err) < 0 ||
-	    mkdir_mode(p, 0700, err) < 0 || local_path(state_dir, id, "workspace", p, err) < 0 ||
-	    mkdir_mode(p, 0755, err) < 0)
+	    mkdir_mode(p, 0711, err) < 0 || local_path(state_dir, id, NULL, p, err) < 0 ||
+	    mkdir_mode(p, 0711, err) < 0 || local_path(state_dir, id, "workspace", p, err) < 0 ||
+	    mkdir_mode(p, 0700, err) < 0)
 		return -1;
+	/* Directories made by older versions were 0700: let agents traverse. */
+	if (str_format(p, sizeof(p), err, "%s/sandboxes", state_dir) < 0 || chmod(p, 0711) < 0 ||
+	    local_path(state_dir, id, NULL, p, err) < 0 || chmod(p, 0711) < 0)
+		return err && err->code ? -1 : os_error_errno(err, "chmod 0711 %s", p);
 	return 0;
 }
 
