@@ -2,6 +2,7 @@
  * client.h). Response bodies are capped; a gateway that is down is reported
  * with what to do, not with a curl error number. */
 #include "client.h"
+#include "selfpath.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -161,25 +162,6 @@ int client_stream(struct client *c, const char *path, int fd, os_error *err)
 	return 0;
 }
 
-int client_sibling(const char *build_rel, const char *name, char *out, size_t cap)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return -1;
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
-	if (str_format(out, cap, NULL, "%s/%s/%s", self, build_rel, name) == 0 &&
-	    access(out, X_OK) == 0)
-		return 0;
-	if (str_format(out, cap, NULL, "%s/%s", self, name) == 0 && access(out, X_OK) == 0)
-		return 0;
-	return -1;
-}
-
 static bool healthy(struct client *c)
 {
 	_cleanup_json_ json_t *out = NULL;
@@ -208,7 +190,7 @@ static int mkdir_parents(const char *path, mode_t mode)
 int client_start_gateway(struct client *c, os_error *err)
 {
 	char bin[PATH_MAX], log[PATH_MAX + 32];
-	if (client_sibling("../gateway", "openshell-gateway", bin, sizeof(bin)) < 0)
+	if (exe_sibling("../gateway", "openshell-gateway", bin, sizeof(bin)) < 0)
 		return os_error_set(err, ENOENT, "openshell-gateway not found next to openshell");
 	if (mkdir_parents(c->state_dir, 0700) < 0)
 		return os_error_errno(err, "creating %s", c->state_dir);

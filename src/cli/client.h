@@ -28,8 +28,6 @@ int client_call(struct client *c, const char *method, const char *path, const js
 		long *status, json_t **out, os_error *err);
 /* Streams a response body (logs) to fd until the server ends it. */
 int client_stream(struct client *c, const char *path, int fd, os_error *err);
-/* Path of a sibling program (openshell-gateway) next to this binary or in the build tree. */
-int client_sibling(const char *build_rel, const char *name, char *out, size_t cap);
 /* Starts openshell-gateway detached for state_dir; waits until it answers. */
 int client_start_gateway(struct client *c, os_error *err);
 

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "fdutil.h"
 #include "gateway.h"
+#include "selfpath.h"
 #include "kube_host.h"
 #include "local_driver.h"
 #include "log.h"
@@ -70,26 +71,6 @@ static int parse_args(int argc, char **argv, struct config *cfg, os_error *err)
 	if (file && config_load_file(cfg, file, err) < 0)
 		return -1;
 	return config_load_env(cfg, environ, err);
-}
-
-/* The sibling binaries: installed side by side, or in the build tree. */
-static int sibling(const char *rel_build, const char *name, char *out, size_t cap)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return -1;
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
-	if (str_format(out, cap, NULL, "%s/%s/%s", self, rel_build, name) == 0 &&
-	    access(out, X_OK) == 0)
-		return 0;
-	if (str_format(out, cap, NULL, "%s/%s", self, name) == 0 && access(out, X_OK) == 0)
-		return 0;
-	return -1;
 }
 
 static int default_state_dir(char *out, size_t cap, os_error *err)
@@ -153,9 +134,9 @@ static int open_driver(struct gateway *gw, const struct config *cfg, os_error *e
 	if (strcmp(drv, "local") != 0)
 		return os_error_set(err, EINVAL, "gateway.default_driver: unknown driver \"%s\"",
 				    drv);
-	if (!s && sibling("../supervisor", "openshell-supervisor", sup, sizeof(sup)) == 0)
+	if (!s && exe_sibling("../supervisor", "openshell-supervisor", sup, sizeof(sup)) == 0)
 		s = sup;
-	if (!b && sibling("../sandbox", "openshell-sandbox", sbx, sizeof(sbx)) == 0)
+	if (!b && exe_sibling("../sandbox", "openshell-sandbox", sbx, sizeof(sbx)) == 0)
 		b = sbx;
 	if (!s)
 		return os_error_set(err, ENOENT,

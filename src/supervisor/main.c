@@ -24,6 +24,7 @@
 #include "json.h"
 #include "parse.h"
 #include "egress.h"
+#include "selfpath.h"
 #include "log.h"
 #include "loop.h"
 #include "selfguard.h"
@@ -58,24 +59,9 @@ static void usage(void)
 /* openshell-sandbox next to us (installed) or in the build tree's sibling folder. */
 static void default_launcher(struct options *o)
 {
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return;
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	if (!slash)
-		return;
-	*slash = '\0';
-	const char *cands[] = { "../sandbox/openshell-sandbox", "openshell-sandbox" };
-	for (size_t i = 0; i < ARRAY_SIZE(cands); i++) {
-		if (str_format(o->launcher_buf, sizeof(o->launcher_buf), NULL, "%s/%s", self,
-			       cands[i]) == 0 &&
-		    access(o->launcher_buf, X_OK) == 0) {
-			o->desc.launcher = o->launcher_buf;
-			return;
-		}
-	}
+	if (exe_sibling("../sandbox", "openshell-sandbox", o->launcher_buf,
+			sizeof(o->launcher_buf)) == 0)
+		o->desc.launcher = o->launcher_buf;
 }
 
 /* The split backend's flags (--split-NAME VALUE), see docs/split-backend.md. */
