@@ -169,30 +169,12 @@ static bool healthy(struct client *c)
 	return client_call(c, "GET", "/v1/health", NULL, &status, &out, NULL) == 0 && status == 200;
 }
 
-/* mkdir -p with mode for the last component (parents 0755). */
-static int mkdir_parents(const char *path, mode_t mode)
-{
-	char tmp[PATH_MAX];
-	if (strlen(path) >= sizeof(tmp))
-		return -1;
-	memcpy(tmp, path, strlen(path) + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 int client_start_gateway(struct client *c, os_error *err)
 {
 	char bin[PATH_MAX], log[PATH_MAX + 32];
 	if (exe_sibling("../gateway", "openshell-gateway", bin, sizeof(bin)) < 0)
 		return os_error_set(err, ENOENT, "openshell-gateway not found next to openshell");
-	if (mkdir_parents(c->state_dir, 0700) < 0)
+	if (dir_create_parents(c->state_dir, 0700) < 0)
 		return os_error_errno(err, "creating %s", c->state_dir);
 	snprintf(log, sizeof(log), "%s/gateway.log", c->state_dir);
 	pid_t pid = fork();

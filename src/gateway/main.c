@@ -81,24 +81,6 @@ static int default_state_dir(char *out, size_t cap, os_error *err)
 	return str_format(out, cap, err, "%s/.local/state/openshell", home);
 }
 
-/* mkdir -p with mode for the last component (parents 0755). */
-static int mkdir_parents(const char *path, mode_t mode)
-{
-	char tmp[PATH_MAX];
-	if (strlen(path) >= sizeof(tmp))
-		return -1;
-	memcpy(tmp, path, strlen(path) + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int open_state(struct gateway *gw, const struct config *cfg, os_error *err)
 {
 	const char *sd = config_get_string(cfg, "gateway", "state_dir");
@@ -108,7 +90,7 @@ static int open_state(struct gateway *gw, const struct config *cfg, os_error *er
 		return -1;
 	/* 0711: agents (another uid) must traverse to their workspace; nothing
 	 * here is listable, and every secret file is 0600. */
-	if (mkdir_parents(gw->state_dir, 0711) < 0)
+	if (dir_create_parents(gw->state_dir, 0711) < 0)
 		return os_error_errno(err, "creating state dir %s", gw->state_dir);
 	if (chmod(gw->state_dir, 0711) < 0)
 		return os_error_errno(err, "chmod 0711 %s", gw->state_dir);

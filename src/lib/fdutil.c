@@ -2,6 +2,7 @@
 #include "fdutil.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -145,4 +146,24 @@ int fd_close_from(int lowfd, const int *keep, size_t nkeep, os_error *err)
 	if (n == ARRAY_SIZE(to_close))
 		return fd_close_from(lowfd, keep, nkeep, err); /* more remained */
 	return 0;
+}
+
+int dir_create_parents(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	size_t n = strlen(path);
+	if (n >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -1 : 0;
 }

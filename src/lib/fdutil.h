@@ -19,6 +19,9 @@ int fd_read_all(int fd, size_t cap, char **out, size_t *out_len, os_error *err);
 int file_read_all(const char *path, size_t cap, char **out, size_t *out_len, os_error *err);
 /* Writes a file atomically (temp + rename) with the given mode. */
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, os_error *err);
+/* mkdir -p: parents 0755, the last component with mode; existing ones are
+ * left as they are. 0, or -1 with errno. */
+int dir_create_parents(const char *path, mode_t mode);
 /* Closes every fd >= lowfd except those listed in keep[nkeep]. */
 int fd_close_from(int lowfd, const int *keep, size_t nkeep, os_error *err);
 

@@ -32,8 +32,6 @@
 #include "parse.h"
 #include "sockowner.h"
 
-#define LINK_READY_MS 2000
-
 bool inpod_test_fail(const char *step)
 {
 	const char *v = getenv(INPOD_TEST_FAIL_ENV);
@@ -96,31 +94,14 @@ static int apply_fence(struct inpod *p, os_error *err)
 /* Agent side: lo up, address, default route via the supervisor side. */
 static int inner_net(struct inpod *p, os_error *err)
 {
-	int saved = -1;
-	if (netns_enter(p->netns_fd, &saved, err) < 0)
-		return -1;
-	struct nl_sock *nl = NULL;
-	int rc = nl_open(&nl, err);
-	netns_leave(saved);
-	if (rc < 0)
-		return -1;
-	uint32_t lo = 0, eth = 0, host = 0;
+	struct veth_lease l = { .created = p->veth_created,
+				.host_addr = p->host_addr,
+				.agent_addr = p->agent_addr };
+	memcpy(l.host_if, p->host_if, sizeof l.host_if);
 	struct in_addr gw = p->host_addr;
 	if (inpod_test_fail("route"))
 		inet_pton(AF_INET, "192.0.2.254", &gw); /* not on-link: ENETUNREACH */
-	if (nl_link_index(nl, "lo", &lo, err) < 0 || nl_link_up(nl, lo, err) < 0)
-		rc = os_error_prefix(err, "address: loopback");
-	else if (nl_link_index(nl, INPOD_PEER_IFNAME, &eth, err) < 0 ||
-		 nl_addr_add4(nl, eth, p->agent_addr, 24, err) < 0 || nl_link_up(nl, eth, err) < 0)
-		rc = os_error_prefix(err, "address: agent side");
-	else if (nl_route_add_default4(nl, eth, gw, err) < 0)
-		rc = os_error_prefix(err, "route");
-	else if (nl_link_wait_ready(nl, eth, LINK_READY_MS, err) < 0 ||
-		 nl_link_index(p->nl_host, p->host_if, &host, err) < 0 ||
-		 nl_link_wait_ready(p->nl_host, host, LINK_READY_MS, err) < 0)
-		rc = os_error_prefix(err, "link ready");
-	nl_close(nl);
-	return rc;
+	return veth_lease_inner_net(p->nl_host, p->netns_fd, INPOD_PEER_IFNAME, &l, gw, err);
 }
 
 static void inpod_teardown(void *state);

@@ -31,7 +31,6 @@
  * shared with the inpod backend. */
 #define PEER_IFNAME "eth0"
 #define NFLOG_GROUP 8
-#define LINK_READY_MS 2000
 
 /* /run/netns/openshell-split-<id>, as `ip netns` names namespaces. */
 static int name_netns(struct split *s, os_error *err)
@@ -139,28 +138,12 @@ static int apply_fence(struct split *s, os_error *err)
 /* Agent side: lo up, address, default route via the supervisor side. */
 static int inner_net(struct split *s, os_error *err)
 {
-	int saved = -1;
-	if (netns_enter(s->netns_fd, &saved, err) < 0)
-		return -1;
-	struct nl_sock *nl = NULL;
-	int rc = nl_open(&nl, err);
-	netns_leave(saved);
-	if (rc < 0)
-		return -1;
-	uint32_t lo = 0, eth = 0, host = 0;
-	if (nl_link_index(nl, "lo", &lo, err) < 0 || nl_link_up(nl, lo, err) < 0)
-		rc = os_error_prefix(err, "loopback");
-	else if (nl_link_index(nl, PEER_IFNAME, &eth, err) < 0 ||
-		 nl_addr_add4(nl, eth, s->agent_addr, 24, err) < 0 || nl_link_up(nl, eth, err) < 0)
-		rc = os_error_prefix(err, "agent side address");
-	else if (nl_route_add_default4(nl, eth, s->advertise_addr, err) < 0)
-		rc = os_error_prefix(err, "route");
-	else if (nl_link_wait_ready(nl, eth, LINK_READY_MS, err) < 0 ||
-		 nl_link_index(s->nl_host, s->host_if, &host, err) < 0 ||
-		 nl_link_wait_ready(s->nl_host, host, LINK_READY_MS, err) < 0)
-		rc = os_error_prefix(err, "link ready");
-	nl_close(nl);
-	return rc;
+	struct veth_lease l = { .created = s->veth_created,
+				.host_addr = s->advertise_addr,
+				.agent_addr = s->agent_addr };
+	memcpy(l.host_if, s->host_if, sizeof l.host_if);
+	return veth_lease_inner_net(s->nl_host, s->netns_fd, PEER_IFNAME, &l, s->advertise_addr,
+				    err);
 }
 
 int split_net_setup(struct split *s, os_error *err)

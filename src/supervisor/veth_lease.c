@@ -17,6 +17,7 @@
 #include "parse.h"
 
 #define LOCK_PATH VETH_LEASE_RUN_DIR "/subnets.lock"
+#define LINK_READY_MS 2000
 
 int veth_sysctl_in_netns(int ns_fd, const char *path, const char *value, os_error *err)
 {
@@ -109,4 +110,31 @@ int veth_lease_take(struct nl_sock *nl, int netns_fd, const struct veth_lease_op
 	}
 	return os_error_set(err, EADDRINUSE, "veth: all %d subnets 10.200.N.0/24 are in use",
 			    VETH_LEASE_SUBNETS);
+}
+
+int veth_lease_inner_net(struct nl_sock *nl_host, int netns_fd, const char *peer_ifname,
+			 const struct veth_lease *l, struct in_addr gw, os_error *err)
+{
+	int saved = -1;
+	if (netns_enter(netns_fd, &saved, err) < 0)
+		return -1;
+	struct nl_sock *nl = NULL;
+	int rc = nl_open(&nl, err);
+	netns_leave(saved);
+	if (rc < 0)
+		return -1;
+	uint32_t lo = 0, eth = 0, host = 0;
+	if (nl_link_index(nl, "lo", &lo, err) < 0 || nl_link_up(nl, lo, err) < 0)
+		rc = os_error_prefix(err, "address: loopback");
+	else if (nl_link_index(nl, peer_ifname, &eth, err) < 0 ||
+		 nl_addr_add4(nl, eth, l->agent_addr, 24, err) < 0 || nl_link_up(nl, eth, err) < 0)
+		rc = os_error_prefix(err, "address: agent side");
+	else if (nl_route_add_default4(nl, eth, gw, err) < 0)
+		rc = os_error_prefix(err, "route");
+	else if (nl_link_wait_ready(nl, eth, LINK_READY_MS, err) < 0 ||
+		 nl_link_index(nl_host, l->host_if, &host, err) < 0 ||
+		 nl_link_wait_ready(nl_host, host, LINK_READY_MS, err) < 0)
+		rc = os_error_prefix(err, "link ready");
+	nl_close(nl);
+	return rc;
 }

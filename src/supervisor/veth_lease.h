@@ -34,6 +34,12 @@ struct veth_lease {
 int veth_lease_take(struct nl_sock *nl_host, int netns_fd, const struct veth_lease_opts *o,
 		    struct veth_lease *out, os_error *err);
 
+/* The agent side of a lease, from inside netns_fd: lo up, agent_addr/24 on
+ * peer_ifname, default route via gw (normally host_addr), then waits until
+ * both ends really pass packets (a fresh veth drops them for a moment). */
+int veth_lease_inner_net(struct nl_sock *nl_host, int netns_fd, const char *peer_ifname,
+			 const struct veth_lease *l, struct in_addr gw, os_error *err);
+
 /* Writes value to a /proc/sys path inside the namespace; a missing path
  * (no IPv6 in this kernel) is not an error. */
 int veth_sysctl_in_netns(int ns_fd, const char *path, const char *value, os_error *err);
