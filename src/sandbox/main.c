@@ -215,8 +215,12 @@ int sandbox_launch(const struct launch_spec *s)
 		os_error_set(&err, ENOTTY, "tty requested but fd 0 is not a terminal");
 		return fail("session", &err);
 	}
+	if (ns_join_cgroups(s, &err) < 0)
+		return fail("cgroup", &err);
 	if (ns_join_net(s, &err) < 0)
 		return fail("netns", &err);
+	if (ns_join_sandbox(s, &err) < 0)
+		return fail("namespaces", &err);
 	if (supervise_prepare(&old_mask, &err) < 0)
 		return fail("session", &err);
 	if (s->new_namespaces && ns_unshare(&err) < 0)
@@ -229,7 +233,8 @@ int sandbox_launch(const struct launch_spec *s)
 	if (child == 0) {
 		if (s->new_namespaces)
 			init_main(s, &old_mask);
-		agent_main(s, &old_mask, self);
+		/* A joined PID namespace cannot name its parent outside: 0. */
+		agent_main(s, &old_mask, s->join_pidfd >= 0 ? 0 : self);
 	}
 	drop_status_fd(); /* the agent's copy alone decides when EOF comes */
 	return supervise_child(child);

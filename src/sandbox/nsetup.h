@@ -11,7 +11,14 @@
 int ns_join_net(const struct launch_spec *s, os_error *err);
 /* unshare(PID|mount|IPC|UTS): the next fork is pid 1 of the new namespace. */
 int ns_unshare(os_error *err);
-/* In the new namespaces' pid 1: private propagation, /proc, /tmp, hostname. */
+/* In the new namespaces' pid 1: private propagation, /proc, /tmp, the
+ * workspace on /sandbox, hostname. */
 int ns_setup_mounts(const struct launch_spec *s, os_error *err);
+/* sandbox exec: setns into every namespace of the spec's join pidfd at once
+ * (the next fork lands in its PID namespace); no-op without one. */
+int ns_join_sandbox(const struct launch_spec *s, os_error *err);
+/* Writes our pid into each spec cgroup's cgroup.procs and checks it is
+ * listed there: the agent and all it forks are counted against the limits. */
+int ns_join_cgroups(const struct launch_spec *s, os_error *err);
 
 #endif

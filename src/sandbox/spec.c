@@ -259,15 +259,41 @@ static int parse_scalars(const json_t *root, struct launch_spec *s, os_error *er
 	return 0;
 }
 
+/* workspace, cgroups and join: how the sandbox is placed on the host. join
+ * (sandbox exec) enters an existing sandbox, so it excludes what creates one. */
+static int parse_placement(const json_t *root, struct launch_spec *s, os_error *err)
+{
+	if (json_get_string(root, "workspace", false, &s->workspace, err) < 0 ||
+	    (s->workspace && check_path(s->workspace, "workspace", err) < 0))
+		return -1;
+	if (s->workspace && !s->new_namespaces)
+		return os_error_set(err, EINVAL, "workspace: needs \"new_namespaces\": true");
+	if (string_array(root, "cgroups", 0, SPEC_MAX_CGROUPS, true, &s->cgroups, &s->n_cgroups,
+			 err) < 0)
+		return -1;
+	const json_t *j = json_object_get(root, "join");
+	if (!j)
+		return 0;
+	if (!json_is_integer(j) || json_integer_value(j) < 3 || json_integer_value(j) > 65535)
+		return os_error_set(err, EINVAL, "join: expected a pidfd number 3..65535");
+	if (s->new_namespaces || s->netns_fd >= 0 || s->netns_path)
+		return os_error_set(err, EINVAL,
+				    "join: excludes \"new_namespaces\" and \"netns\" (it enters "
+				    "the namespaces of an existing sandbox)");
+	s->join_pidfd = (int)json_integer_value(j);
+	return 0;
+}
+
 int spec_parse(const char *data, size_t len, struct launch_spec *s, os_error *err)
 {
 	static const char *const keys[] = {
 		"argv",	   "env", "cwd",   "user",	     "group",	 "filesystem", "landlock",
-		"rlimits", "tty", "netns", "new_namespaces", "hostname", NULL
+		"rlimits", "tty", "netns", "new_namespaces", "hostname", "workspace", "cgroups", "join",
+		NULL
 	};
 	size_t argc;
 	memset(s, 0, sizeof(*s));
-	s->netns_fd = -1;
+	s->netns_fd = s->join_pidfd = -1;
 	s->root = json_parse_strict(data, len, SPEC_MAX_BYTES, err);
 	if (!s->root)
 		return os_error_prefix(err, "launch spec");
@@ -277,7 +303,8 @@ int spec_parse(const char *data, size_t len, struct launch_spec *s, os_error *er
 		return -1;
 	if (parse_env(s->root, s, err) < 0 || parse_scalars(s->root, s, err) < 0 ||
 	    parse_filesystem(s->root, s, err) < 0 || parse_rlimits(s->root, s, err) < 0 ||
-	    parse_netns(s->root, s, err) < 0 || parse_ids(s->root, s, err) < 0)
+	    parse_netns(s->root, s, err) < 0 || parse_ids(s->root, s, err) < 0 ||
+	    parse_placement(s->root, s, err) < 0)
 		return -1;
 	return 0;
 }
@@ -292,7 +319,8 @@ void spec_free(struct launch_spec *s)
 	free(s->argv);
 	free(s->ro_paths);
 	free(s->rw_paths);
+	free(s->cgroups);
 	json_decref(s->root);
 	memset(s, 0, sizeof(*s));
-	s->netns_fd = -1;
+	s->netns_fd = s->join_pidfd = -1;
 }

@@ -18,6 +18,8 @@
 #define SPEC_MAX_PATHS 256
 #define SPEC_MAX_PATH_LEN 4096
 #define SPEC_MAX_RLIMITS 8
+#define SPEC_MAX_CGROUPS 8
+#define SPEC_WORKSPACE_TARGET "/sandbox"
 
 struct spec_rlimit {
 	int resource;
@@ -44,6 +46,10 @@ struct launch_spec {
 	const char *netns_path; /* NULL when none given as a path */
 	bool new_namespaces;
 	const char *hostname;
+	const char *workspace; /* host dir bind-mounted on /sandbox, or NULL */
+	const char **cgroups; /* cgroup dirs joined first, NULL-terminated */
+	size_t n_cgroups;
+	int join_pidfd; /* pidfd whose namespaces an exec joins, or -1 */
 };
 
 /* Parses and validates len bytes of spec JSON, resolving user/group names
