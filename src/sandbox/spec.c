@@ -287,9 +287,9 @@ static int parse_placement(const json_t *root, struct launch_spec *s, os_error *
 int spec_parse(const char *data, size_t len, struct launch_spec *s, os_error *err)
 {
 	static const char *const keys[] = {
-		"argv",	   "env", "cwd",   "user",	     "group",	 "filesystem", "landlock",
-		"rlimits", "tty", "netns", "new_namespaces", "hostname", "workspace", "cgroups", "join",
-		NULL
+		"argv",	     "env",	"cwd",	"user",	 "group",	   "filesystem",
+		"landlock",  "rlimits", "tty",	"netns", "new_namespaces", "hostname",
+		"workspace", "cgroups", "join", NULL
 	};
 	size_t argc;
 	memset(s, 0, sizeof(*s));
