@@ -296,9 +296,14 @@ int cmd_sandbox(struct cli *cli, int argc, char **argv)
 	}
 	if (!strcmp(sub, "logs"))
 		return logs(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "exec"))
+		return cmd_exec(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "connect"))
+		return cmd_connect(cli, argc - 1, argv + 1);
 	if (argc != 2)
-		return cli_usage(
-			"usage: openshell sandbox create|list|get|delete|stop|start|logs [NAME]");
+		return cli_usage("usage: openshell sandbox "
+				 "create|list|get|delete|stop|start|logs|exec|connect "
+				 "[NAME]");
 	if (!strcmp(sub, "get"))
 		return get(cli, argv[1]);
 	if (!strcmp(sub, "delete"))

@@ -14,6 +14,8 @@ static int usage(FILE *f)
 		"                 [-- CMD...]\n"
 		"  sandbox list | get NAME | stop NAME | start NAME | delete NAME\n"
 		"  sandbox logs NAME [--follow]\n"
+		"  sandbox exec [--tty] NAME -- CMD [ARG...]   (exits with CMD's status)\n"
+		"  sandbox connect NAME                        (an interactive shell)\n"
 		"  policy set NAME --policy F [--wait] [--timeout S]   (exit 0 loaded, 1 failed, "
 		"124 timeout)\n"
 		"  policy get NAME | list NAME | validate FILE...\n"

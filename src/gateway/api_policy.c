@@ -105,13 +105,17 @@ bool api_policy_route(struct gateway *gw, const struct api_request *req, char **
 bool api_supervisor_route(struct gateway *gw, const struct api_request *req, const json_t *caller,
 			  char **parts, size_t n, struct api_response *resp)
 {
-	if (n != 4 || strcmp(parts[1], "sandboxes") != 0)
+	if ((n != 4 && n != 5) || strcmp(parts[1], "sandboxes") != 0)
 		return false;
 	const char *id = json_string_value(json_object_get(caller, "id"));
 	if (strcmp(parts[2], id) != 0) {
 		api_error(resp, 403, "forbidden", "this token belongs to another sandbox");
 		return true;
 	}
+	if (n == 5 && !strcmp(parts[3], "exec"))
+		return api_exec_attach_route(gw, req, id, parts[4], resp), true;
+	if (n == 5)
+		return false;
 	os_error err = { 0 };
 	if (!strcmp(parts[3], "policy") && !strcmp(req->method, "GET")) {
 		_cleanup_json_ json_t *rev = NULL;

@@ -267,6 +267,8 @@ bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char *
 		act(gw, req, row, parts[2], resp);
 	else if (n == 3 && !strcmp(m, "GET") && !strcmp(parts[2], "logs"))
 		logs(gw, req, row, resp);
+	else if (n == 3 && !strcmp(parts[2], "exec"))
+		api_exec_route(gw, req, row, resp);
 	else
 		api_error(resp, 404, "not_found", "no such sandbox route: %s %s", m, req->path);
 	return true;

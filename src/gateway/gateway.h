@@ -18,6 +18,8 @@
 
 #define GW_BODY_MAX (1u << 20) /* request bodies: more is a 413 */
 #define GW_VERSION "0.1.0"
+#define EXEC_ID_HEX 32 /* exec ids: 16 random bytes as hex */
+#define EXEC_ATTACH_MS 10000 /* how long a client waits for the relay */
 
 struct conn;
 struct loop;
@@ -25,6 +27,7 @@ struct loop_timer;
 struct server;
 struct sessions;
 struct kube_host;
+struct execs;
 
 struct gateway {
 	struct loop *loop;
@@ -38,6 +41,7 @@ struct gateway {
 	struct server *server;
 	struct sessions *sessions; /* live supervisor sessions (sessions.c) */
 	struct kube_host *kube; /* kubernetes driver hosting (kube_host.c), or NULL */
+	struct execs *execs; /* exec clients waiting for their relay (exec.c) */
 };
 
 /* One API call as the server parsed it. */
@@ -48,6 +52,7 @@ struct api_request {
 	const char *body;
 	size_t body_len;
 	const char *bearer; /* token from Authorization, or NULL */
+	bool upgrade_exec; /* "Upgrade: openshell-exec" with "Connection: Upgrade" */
 };
 
 /* What the handler answers: a JSON body, or a log stream the server pumps. */
@@ -60,6 +65,11 @@ struct api_response {
 	bool follow;
 	char stream_sandbox[64]; /* follow until this sandbox stops running */
 	bool session; /* a supervisor session stream for stream_sandbox */
+	/* sandbox exec (exec.c): the client's connection waits for the relay
+	 * (exec_park), or the relay's connection joins its client (exec_attach). */
+	bool exec_park, exec_attach;
+	char exec_id[EXEC_ID_HEX + 1];
+	char exec_sandbox[64];
 };
 
 void api_handle(struct gateway *gw, const struct api_request *req, struct api_response *resp);
@@ -109,6 +119,11 @@ void server_free(struct server *s);
  * this never closes c under the caller. < 0 when the output cap is hit. */
 int server_conn_send(struct conn *c, const char *data, size_t len);
 void server_conn_close(struct conn *c);
+/* Answers a waiting (parked) connection with a JSON error and closes it. */
+void server_conn_fail(struct conn *c, int status, const char *code, const char *msg);
+/* Answers 101 on both connections and relays bytes between them untouched
+ * until either side closes. */
+void server_conn_relay(struct conn *client, struct conn *relay);
 
 /* sessions.c - supervisor sessions: at most one live stream per sandbox,
  * policy revisions pushed on it, heartbeats and policy-status reports. */
@@ -123,6 +138,25 @@ void sessions_heartbeat(struct gateway *gw, const char *id);
 /* Pushes a stored revision to id's session; false when none is open. */
 bool sessions_push_policy(struct gateway *gw, const char *id, int64_t revision, const char *yaml);
 void sessions_free(struct gateway *gw);
+/* Sends one message (a JSON object) on id's session; false when none is open. */
+bool sessions_push(struct gateway *gw, const char *id, json_t *msg);
+
+/* exec.c - sandbox exec: clients parked until their relay dials back. */
+int exec_park(struct gateway *gw, const char *sandbox, const char *exec_id, struct conn *c,
+	      os_error *err);
+/* Pairs the relay's connection with the parked client; ENOENT when no
+ * client waits with that id for that sandbox. */
+int exec_attach(struct gateway *gw, const char *sandbox, const char *exec_id, struct conn *relay,
+		os_error *err);
+/* Called by the server when a parked connection closes. */
+void exec_forget(struct gateway *gw, struct conn *c);
+void execs_free(struct gateway *gw);
+/* api_exec.c: POST /v1/sandboxes/NAME/exec and the relay's attach route. */
+bool api_exec_route(struct gateway *gw, const struct api_request *req, const json_t *row,
+		    struct api_response *resp);
+void api_exec_attach_route(struct gateway *gw, const struct api_request *req, const char *id,
+			   const char *exec_id, struct api_response *resp);
+
 /* api_session.c: /v1/supervisor/sandboxes/ID/{session,policy-status,heartbeat}. */
 bool api_session_route(struct gateway *gw, const struct api_request *req, const char *id,
 		       const char *leaf, struct api_response *resp);

@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "cleanup.h"
+#include "execframe.h"
 #include "gateway.h"
 #include "json.h"
 #include "http.h"
@@ -32,6 +33,7 @@
 #define STREAM_READ 65536
 #define DRAIN_MS 5000
 #define DRAIN_MAX (64u << 20)
+#define RELAY_HIGH (1u << 20) /* stop reading one side while the other owes this much */
 
 struct server {
 	struct gateway *gw;
@@ -49,13 +51,31 @@ struct conn {
 	struct buf in, out;
 	bool responded, closing, draining;
 	size_t drained;
+	size_t consumed; /* bytes of c->in the request used (head + body) */
+	bool parked; /* exec client waiting for its relay (exec.c) */
+	struct conn *peer; /* exec relay: the other end, or NULL */
+	bool relaying;
 	struct api_response resp;
 };
+
+static void update_interest(struct conn *c);
+
+static void flush(struct conn *c);
 
 static void conn_close(struct conn *c)
 {
 	if (c->resp.session)
 		sessions_detach(c->srv->gw, c);
+	if (c->parked)
+		exec_forget(c->srv->gw, c);
+	struct conn *peer = c->peer;
+	if (peer) {
+		/* The other end gets what it is still owed, then closes. */
+		peer->peer = NULL;
+		c->peer = NULL;
+		peer->closing = true;
+		loop_io_modify(peer->io, LOOP_OUT, NULL);
+	}
 	if (c->io)
 		loop_io_remove(c->io);
 	if (c->timer)
@@ -77,6 +97,8 @@ static const char *reason(int status)
 		return "Created";
 	case 202:
 		return "Accepted";
+	case 504:
+		return "Gateway Timeout";
 	case 400:
 		return "Bad Request";
 	case 401:
@@ -130,8 +152,66 @@ static void flush(struct conn *c)
 		loop_timer_set(c->timer, DRAIN_MS, 0, NULL);
 		return;
 	}
+	if (c->relaying) {
+		update_interest(c);
+		if (c->peer)
+			update_interest(c->peer); /* it may read again now we drained */
+		return;
+	}
 	/* A session keeps reading: the supervisor's close must be seen at once. */
 	loop_io_modify(c->io, c->resp.stream && !c->resp.session ? 0 : LOOP_IN, NULL);
+}
+
+/* A relay reads while its peer's backlog is small and writes while it owes. */
+static void update_interest(struct conn *c)
+{
+	unsigned ev = c->out.len ? LOOP_OUT : 0;
+	if (c->peer && c->peer->out.len < RELAY_HIGH)
+		ev |= LOOP_IN;
+	loop_io_modify(c->io, ev, NULL);
+}
+
+static void relay_bytes(struct conn *c)
+{
+	char tmp[65536];
+	ssize_t n = recv(c->fd, tmp, sizeof(tmp), 0);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0 || !c->peer || buf_append(&c->peer->out, tmp, (size_t)n, NULL) < 0)
+		return conn_close(c);
+	update_interest(c->peer);
+	update_interest(c);
+}
+
+/* Bytes after the request (sent before the 101) belong to the peer. */
+static int hand_over_rest(struct conn *from, struct conn *to)
+{
+	size_t rest = from->in.len > from->consumed ? from->in.len - from->consumed : 0;
+	int rc = rest ? buf_append(&to->out, from->in.data + from->consumed, rest, NULL) : 0;
+	buf_free(&from->in);
+	return rc;
+}
+
+void server_conn_relay(struct conn *client, struct conn *relay)
+{
+	static const char head[] = "HTTP/1.1 101 Switching Protocols\r\n"
+				   "Upgrade: " EXECFRAME_UPGRADE "\r\n"
+				   "Connection: Upgrade\r\n\r\n";
+	struct conn *pair[2] = { client, relay };
+	for (int i = 0; i < 2; i++) {
+		struct conn *c = pair[i];
+		c->parked = false;
+		c->relaying = c->responded = true;
+		c->peer = pair[1 - i];
+		loop_timer_disarm(c->timer); /* an interactive shell may idle for hours */
+		buf_append(&c->out, head, sizeof(head) - 1, NULL);
+	}
+	if (hand_over_rest(client, relay) < 0 || hand_over_rest(relay, client) < 0) {
+		conn_close(client); /* closes the relay after its 101 */
+		return;
+	}
+	update_interest(client);
+	update_interest(relay);
 }
 
 static void write_head(struct conn *c, int status, const char *ctype, size_t len, bool chunked)
@@ -163,6 +243,12 @@ static void send_error(struct conn *c, int status, const char *code, const char 
 {
 	_cleanup_json_ json_t *b = json_pack("{s:s, s:s}", "error", code, "message", msg);
 	send_json(c, status, b);
+}
+
+void server_conn_fail(struct conn *c, int status, const char *code, const char *msg)
+{
+	c->parked = false;
+	send_error(c, status, code, msg);
 }
 
 /* Pumps the log file into chunks; ends when the file is drained and (when
@@ -231,6 +317,24 @@ static void start_stream(struct conn *c)
 	flush(c);
 }
 
+/* An exec client waits (nothing is answered until its relay comes); a relay
+ * joins its client or is refused. */
+static void start_exec(struct conn *c)
+{
+	os_error err = { 0 };
+	c->responded = true;
+	if (c->resp.exec_park) {
+		loop_timer_disarm(c->timer); /* exec.c times the wait */
+		if (exec_park(c->srv->gw, c->resp.exec_sandbox, c->resp.exec_id, c, &err) < 0)
+			return send_error(c, 503, "unavailable", err.msg);
+		c->parked = true;
+		loop_io_modify(c->io, LOOP_IN, NULL); /* to see the client leave */
+		return;
+	}
+	if (exec_attach(c->srv->gw, c->resp.exec_sandbox, c->resp.exec_id, c, &err) < 0)
+		send_error(c, 404, "not_found", err.msg);
+}
+
 static const char *bearer_of(const struct http_request *req, char *tok, size_t cap)
 {
 	const struct http_header *h = http_header_find(&req->headers, "Authorization");
@@ -255,15 +359,22 @@ static void dispatch(struct conn *c, const struct http_request *hr, const char *
 	path[hr->path.len] = '\0';
 	memcpy(query, hr->query.p, hr->query.len);
 	query[hr->query.len] = '\0';
-	struct api_request req = { .method = method,
-				   .path = path,
-				   .query = query,
-				   .body = body,
-				   .body_len = body_len,
-				   .bearer = bearer_of(hr, tok, sizeof(tok)) };
+	struct api_request req = {
+		.method = method,
+		.path = path,
+		.query = query,
+		.body = body,
+		.body_len = body_len,
+		.bearer = bearer_of(hr, tok, sizeof(tok)),
+		.upgrade_exec = hr->framing.upgrade &&
+				str_ieq(hr->framing.upgrade_value.p, hr->framing.upgrade_value.len,
+					EXECFRAME_UPGRADE, strlen(EXECFRAME_UPGRADE))
+	};
 	api_handle(c->srv->gw, &req, &c->resp);
 	if (c->resp.stream)
 		return start_stream(c);
+	if (c->resp.exec_park || c->resp.exec_attach)
+		return start_exec(c);
 	send_json(c, c->resp.status, c->resp.body);
 }
 
@@ -293,6 +404,7 @@ static void on_request_bytes(struct conn *c)
 				  "several revisions)");
 	if (c->in.len - head < blen)
 		return;
+	c->consumed = head + (size_t)blen;
 	dispatch(c, &req, c->in.data + head, (size_t)blen);
 }
 
@@ -306,6 +418,15 @@ static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *
 		ssize_t d = recv(fd, tmp, sizeof(tmp), 0);
 		if (d == 0 || (d < 0 && errno != EAGAIN && errno != EINTR) ||
 		    (c->drained += d > 0 ? (size_t)d : 0) > DRAIN_MAX)
+			conn_close(c);
+		return;
+	}
+	if (c->relaying)
+		return relay_bytes(c);
+	if (c->parked) { /* early frames wait in c->in; EOF means the client left */
+		ssize_t d = recv(fd, tmp, sizeof(tmp), 0);
+		if (d == 0 || (d < 0 && errno != EAGAIN && errno != EINTR) ||
+		    (d > 0 && buf_append(&c->in, tmp, (size_t)d, NULL) < 0))
 			conn_close(c);
 		return;
 	}
@@ -429,6 +550,7 @@ void server_free(struct server *s)
 	if (!s)
 		return;
 	sessions_free(s->gw);
+	execs_free(s->gw);
 	for (int i = 0; i < 2; i++) {
 		if (s->ios[i])
 			loop_io_remove(s->ios[i]);

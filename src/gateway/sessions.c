@@ -193,6 +193,12 @@ bool sessions_push_policy(struct gateway *gw, const char *id, int64_t revision, 
 	return push && send_msg(e->c, push) == 0;
 }
 
+bool sessions_push(struct gateway *gw, const char *id, json_t *msg)
+{
+	struct session_entry *e = find(gw, id);
+	return e && send_msg(e->c, msg) == 0;
+}
+
 void sessions_free(struct gateway *gw)
 {
 	struct sessions *s = gw->sessions;

@@ -28,6 +28,7 @@ struct egress {
 	struct proxy *proxy;
 	struct audit *audit;
 	struct proxy_config cfg;
+	struct identity_ctx *identity; /* owned by the proxy; NULL until bound */
 	uint64_t generation; /* 1 at start, +1 per policy swapped in */
 	char ca_path[PATH_MAX], bundle_path[PATH_MAX];
 };
@@ -141,8 +142,12 @@ static void fill_filesystem(struct egress *e, const struct policy_doc *d, json_t
 		for (size_t i = 0; i < ARRAY_SIZE(defaults_rw); i++)
 			json_array_append_new(rw, json_string(defaults_rw[i]));
 	}
+	/* With its own namespaces the agent sees the workspace on /sandbox. */
 	if (d->include_workdir && e->o.workdir)
-		json_array_append_new(rw, json_string(e->o.workdir));
+		json_array_append_new(
+			rw, json_string(json_is_true(json_object_get(spec, "new_namespaces"))
+						? "/sandbox"
+						: e->o.workdir));
 	if (e->o.run_dir)
 		json_array_append_new(ro, json_string(e->o.run_dir));
 	json_object_set_new(spec, "filesystem",
@@ -216,7 +221,21 @@ int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err)
 	if (identity_ctx_new(entry_pid, &id, err) < 0)
 		return os_error_prefix(err, "caller identity");
 	proxy_set_identity(e->proxy, id);
+	e->identity = id;
 	return 0;
+}
+
+int egress_add_entry(struct egress *e, pid_t pid, os_error *err)
+{
+	if (!e->identity)
+		return os_error_set(err, ENOTSUP, "no caller identity is bound in this sandbox");
+	return identity_ctx_add_entry(e->identity, pid, err);
+}
+
+void egress_remove_entry(struct egress *e, pid_t pid)
+{
+	if (e->identity)
+		identity_ctx_remove_entry(e->identity, pid);
 }
 
 /* Audits a refused update; the running generation stays. */

@@ -43,6 +43,10 @@ int egress_fill_spec(struct egress *e, json_t *spec, const char *proxy_url, os_e
 
 /* Binds caller identity to the agent's entry process. */
 int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err);
+/* Another entry process (an exec relay): its descendants are callers of
+ * this sandbox too, judged by the same policy. */
+int egress_add_entry(struct egress *e, pid_t pid, os_error *err);
+void egress_remove_entry(struct egress *e, pid_t pid);
 
 /* Re-reads the policy file: valid -> new generation (audit "policy_loaded"),
  * invalid -> the running policy stays (audit "policy_invalid"). */

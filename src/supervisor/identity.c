@@ -33,6 +33,7 @@ struct exe_pin {
 
 struct identity_ctx {
 	pid_t entry_pid;
+	pid_t extra[IDENTITY_EXTRA_MAX]; /* 0: free slot */
 	ino_t netns_ino;
 	struct exe_pin *pins;
 	size_t n_pins;
@@ -351,7 +352,34 @@ static enum identity_failure verify_pin(struct identity_ctx *ctx, pid_t pid, con
 	return IDENTITY_OK;
 }
 
-/* Fills the exe chain from pid up to the entry process. */
+static bool is_entry(const struct identity_ctx *ctx, pid_t p)
+{
+	if (p == ctx->entry_pid)
+		return true;
+	for (size_t i = 0; i < IDENTITY_EXTRA_MAX; i++)
+		if (ctx->extra[i] == p)
+			return true;
+	return false;
+}
+
+int identity_ctx_add_entry(struct identity_ctx *ctx, pid_t pid, os_error *err)
+{
+	for (size_t i = 0; i < IDENTITY_EXTRA_MAX; i++)
+		if (ctx->extra[i] == 0) {
+			ctx->extra[i] = pid;
+			return 0;
+		}
+	return os_error_set(err, EBUSY, "more than %d exec sessions at once", IDENTITY_EXTRA_MAX);
+}
+
+void identity_ctx_remove_entry(struct identity_ctx *ctx, pid_t pid)
+{
+	for (size_t i = 0; i < IDENTITY_EXTRA_MAX; i++)
+		if (ctx->extra[i] == pid)
+			ctx->extra[i] = 0;
+}
+
+/* Fills the exe chain from pid up to an entry process. */
 static enum identity_failure build_chain(struct identity_ctx *ctx, pid_t pid, struct identity *out,
 					 os_error *err)
 {
@@ -370,7 +398,7 @@ static enum identity_failure build_chain(struct identity_ctx *ctx, pid_t pid, st
 		if (f != IDENTITY_OK)
 			return f;
 		out->n_chain++;
-		if (p == ctx->entry_pid)
+		if (is_entry(ctx, p))
 			return IDENTITY_OK;
 	}
 	os_error_set(err, ELOOP, "pid %d: ancestor chain longer than %d", (int)pid,

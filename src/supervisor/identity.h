@@ -40,6 +40,11 @@ struct identity_ctx;
  * are looked up; only its descendants are accepted as owners). */
 int identity_ctx_new(pid_t entry_pid, struct identity_ctx **out, os_error *err);
 void identity_ctx_free(struct identity_ctx *ctx);
+/* More entry processes in the same sandbox: the relays of `sandbox exec`,
+ * whose commands enter the sandbox beside the agent, not below it. */
+#define IDENTITY_EXTRA_MAX 64
+int identity_ctx_add_entry(struct identity_ctx *ctx, pid_t pid, os_error *err);
+void identity_ctx_remove_entry(struct identity_ctx *ctx, pid_t pid);
 
 /* peer/local: the addresses as seen from the proxy side of the connection,
  * i.e. peer is the agent's socket address and local the proxy's. */

@@ -19,11 +19,13 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "cgroup.h"
 #include "cleanup.h"
 #include "fdutil.h"
 #include "json.h"
 #include "parse.h"
 #include "egress.h"
+#include "exec.h"
 #include "selfpath.h"
 #include "log.h"
 #include "loop.h"
@@ -192,7 +194,8 @@ static void audit_write(void *user, const json_t *record)
 		fprintf(stderr, "openshell-supervisor: audit write failed: %s\n", strerror(errno));
 }
 
-static json_t *build_spec(const struct options *o, const struct sockaddr_storage *proxy)
+static json_t *build_spec(const struct options *o, const struct sockaddr_storage *proxy,
+			  const struct sandbox_cgroups *cg)
 {
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)proxy;
 	char addr[INET_ADDRSTRLEN], url[64];
@@ -210,18 +213,38 @@ static json_t *build_spec(const struct options *o, const struct sockaddr_storage
 		"read_only", "/", "read_write", "/tmp", "/dev/null", "new_namespaces", 1);
 	if (spec && o->group)
 		json_object_set_new(spec, "group", json_string(o->group));
-	/* Process and address-space caps for the agent (per uid / per process:
-	 * a fork bomb or a runaway allocation stops at these). */
+	/* The sandbox's cgroups hold the operator's limits for all of it; only
+	 * without them do the weaker per-uid / per-process rlimits stand in. */
 	json_t *rl = json_object();
-	if (o->max_processes)
+	if (spec && cg->n) {
+		json_t *dirs = json_array();
+		for (size_t i = 0; i < cg->n; i++)
+			json_array_append_new(dirs, json_string(cg->dirs[i]));
+		json_object_set_new(spec, "cgroups", dirs);
+	}
+	if (o->max_processes && !cg->n)
 		json_object_set_new(rl, "nproc", json_integer((json_int_t)o->max_processes));
-	if (o->max_memory_mb)
+	if (o->max_memory_mb && !cg->n)
 		json_object_set_new(rl, "as", json_integer((json_int_t)(o->max_memory_mb << 20)));
 	if (spec && json_object_size(rl))
 		json_object_set_new(spec, "rlimits", rl);
 	else
 		json_decref(rl);
 	return spec;
+}
+
+/* Operator limits on the local host: a cgroup for the whole sandbox. Where
+ * none can be made, say so; build_spec then falls back to rlimits. */
+static void limits_setup(const struct options *o, struct sandbox_cgroups *cg)
+{
+	struct cgroup_limits lim = { o->max_processes, o->max_memory_mb << 20 };
+	os_error err = { 0 };
+	if (strcmp(o->desc.backend, "inpod") == 0 &&
+	    cgroup_create(o->desc.sandbox_id, &lim, cg, &err) < 0)
+		fprintf(stderr,
+			"openshell-supervisor: warning: %s; falling back to rlimits "
+			"(RLIMIT_NPROC per uid, RLIMIT_AS per process)\n",
+			err.msg);
 }
 
 /* True when every ancestor of path lets uid/gid search it. */
@@ -277,7 +300,11 @@ static int hand_over_workdir(json_t *spec, const char *workdir, os_error *err)
 		return os_error_errno(err, "workspace %s", workdir);
 	if (st.st_uid == 0 && chown(workdir, uid, gid) < 0)
 		return os_error_errno(err, "giving workspace %s to uid %u", workdir, (unsigned)uid);
-	if (!reachable_by(workdir, uid, gid)) {
+	if (json_is_true(json_object_get(spec, "new_namespaces"))) {
+		/* The launcher binds it on /sandbox: reachable whatever its parents. */
+		json_object_set_new(spec, "workspace", json_string(workdir));
+		workdir = "/sandbox";
+	} else if (!reachable_by(workdir, uid, gid)) {
 		/* e.g. a state directory under root's 0700 home: keep cwd "/" */
 		fprintf(stderr,
 			"openshell-supervisor: workspace %s is not reachable by uid %u "
@@ -314,6 +341,7 @@ struct session {
 	backend_running *running;
 	struct egress *egress;
 	struct gw_session *gateway;
+	struct exec_service *exec; /* sandbox exec, once the agent runs locally */
 	int status;
 	bool stopped_by_signal;
 	bool failed;
@@ -372,6 +400,33 @@ static int apply_pushed(void *user, const char *yaml, size_t len, uint64_t revis
 	return egress_apply_policy_text(s->egress, yaml, len, revision, err);
 }
 
+/* An exec request on the session: served once the agent runs. */
+static void on_exec(void *user, const struct session_msg *m)
+{
+	struct session *s = user;
+	if (s->exec)
+		exec_service_request(s->exec, m);
+	else
+		log_warn("exec %s refused: no local agent to join (yet)", m->exec_id);
+}
+
+/* sandbox exec joins the agent's sandbox: only where we launched it here. */
+static int start_exec_service(const struct options *o, struct session *s, const json_t *spec,
+			      pid_t launcher, os_error *err)
+{
+	struct exec_host h = { .loop = s->loop,
+			       .egress = s->egress,
+			       .launcher = o->desc.launcher,
+			       .agent_spec = spec,
+			       .agent_launcher = launcher };
+	if (!s->gateway)
+		return 0;
+	if (exec_service_new(&h, &s->exec, err) < 0)
+		return -1;
+	exec_service_set_session(s->exec, s->gateway);
+	return 0;
+}
+
 static int start_gateway_session(const struct options *o, struct session *s, os_error *err)
 {
 	if (!o->gateway_url)
@@ -380,7 +435,9 @@ static int start_gateway_session(const struct options *o, struct session *s, os_
 					 .token_file = o->token_file,
 					 .sandbox_id = o->desc.sandbox_id,
 					 .apply = apply_pushed,
-					 .apply_user = s };
+					 .apply_user = s,
+					 .exec = on_exec,
+					 .exec_user = s };
 	if (gw_session_new(s->loop, &go, &s->gateway, err) < 0)
 		return os_error_prefix(err, "gateway session");
 	return 0;
@@ -431,6 +488,7 @@ static int run(const struct options *o, int audit_fd)
 	int code = 1;
 	char url[64];
 	_cleanup_json_ json_t *spec = NULL;
+	struct sandbox_cgroups cg = { 0 };
 
 	if (loop_new(&s.loop, &err) < 0 ||
 	    loop_signal_add(s.loop, SIGTERM, on_stop_signal, &s, NULL, &err) < 0 ||
@@ -450,7 +508,8 @@ static int run(const struct options *o, int audit_fd)
 	}
 	if (backend_confirm(&bound, &ready, &err) < 0)
 		goto fail;
-	spec = build_spec(o, &paddr);
+	limits_setup(o, &cg);
+	spec = build_spec(o, &paddr, &cg);
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)&paddr;
 	char addr[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof addr);
@@ -472,6 +531,7 @@ static int run(const struct options *o, int audit_fd)
 		local ? pidfd_pid(backend_agent_fd(&running)) : backend_agent_entry_pid(&running);
 	if (((local || entry > 0) &&
 	     (entry <= 0 || egress_bind_agent(s.egress, entry, &err) < 0)) ||
+	    (local && start_exec_service(o, &s, spec, entry, &err) < 0) ||
 	    watch_session(&s, &err) < 0) {
 		os_error_prefix(&err, "watching the agent");
 		goto fail;
@@ -490,6 +550,9 @@ fail:
 	code = 1;
 out:
 	backend_teardown(&s.inst); /* kills the agent if still running */
+	if (cgroup_destroy(&cg, &err) < 0)
+		fprintf(stderr, "openshell-supervisor: %s\n", err.msg);
+	exec_service_free(s.exec); /* kills relays still running */
 	gw_session_free(s.gateway);
 	egress_free(s.egress);
 	if (s.loop)

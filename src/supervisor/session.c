@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "cleanup.h"
+#include "execframe.h"
 #include "json.h"
 #include "log.h"
 #include "parse.h"
@@ -173,7 +174,34 @@ static int on_message(void *user, const struct session_msg *m, os_error *err)
 		return 0;
 	case SESSION_MSG_PING:
 		return 0;
+	case SESSION_MSG_EXEC:
+		if (!s->up)
+			return os_error_set(err, EPROTO, "exec before hello");
+		if (s->o.exec)
+			s->o.exec(s->o.exec_user, m);
+		else
+			log_warn("session: exec %s refused: this supervisor runs no exec",
+				 m->exec_id);
+		return 0;
 	}
+	return 0;
+}
+
+int gw_session_exec_request(const struct gw_session *s, const char *exec_id, struct buf *req,
+			    struct sockaddr_storage *addr, unsigned *addr_len, os_error *err)
+{
+	char target[200], auth[GW_SESSION_TOKEN_MAX + 8];
+	snprintf(target, sizeof(target), "/v1/supervisor/sandboxes/%s/exec/%s", s->id, exec_id);
+	snprintf(auth, sizeof(auth), "Bearer %s", s->token);
+	if (http_write_request_line(req, "POST", target, err) < 0 ||
+	    http_write_header(req, "Host", s->host, err) < 0 ||
+	    http_write_header(req, "Authorization", auth, err) < 0 ||
+	    http_write_header(req, "Upgrade", EXECFRAME_UPGRADE, err) < 0 ||
+	    http_write_header(req, "Connection", "Upgrade", err) < 0 ||
+	    http_write_content_length(req, 0, err) < 0 || http_write_head_end(req, err) < 0)
+		return -1;
+	*addr = s->addr;
+	*addr_len = s->addr_len;
 	return 0;
 }
 

@@ -10,8 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "error.h"
 #include "loop.h"
+#include "session_stream.h"
 
 #define GW_SESSION_HEARTBEAT_MS 1000
 #define GW_SESSION_WATCHDOG_MS 8000 /* no byte from the gateway for this long: redial */
@@ -23,12 +25,18 @@
 typedef int (*gw_session_apply_fn)(void *user, const char *yaml, size_t len, uint64_t revision,
 				   os_error *err);
 
+/* A command to run in the sandbox (m->type SESSION_MSG_EXEC); the owner
+ * dials back with gw_session_exec_request. */
+typedef void (*gw_session_exec_fn)(void *user, const struct session_msg *m);
+
 struct gw_session_options {
 	const char *gateway_url; /* "unix:/path" or "http://IP:PORT" */
 	const char *token_file; /* regular file, ours, no group/other access */
 	const char *sandbox_id;
 	gw_session_apply_fn apply;
 	void *apply_user;
+	gw_session_exec_fn exec; /* NULL: exec requests are refused in the log */
+	void *exec_user;
 };
 
 struct gw_session;
@@ -38,6 +46,12 @@ struct gw_session;
 int gw_session_new(struct loop *l, const struct gw_session_options *o, struct gw_session **out,
 		   os_error *err);
 void gw_session_free(struct gw_session *s);
+
+/* The request that attaches an exec relay to the gateway (POST
+ * .../exec/ID with Upgrade), and where to send it. */
+struct sockaddr_storage;
+int gw_session_exec_request(const struct gw_session *s, const char *exec_id, struct buf *req,
+			    struct sockaddr_storage *addr, unsigned *addr_len, os_error *err);
 
 /* Parsing helpers, exposed for tests. */
 struct sockaddr_storage;

@@ -47,12 +47,43 @@ static int get_revision(const json_t *o, const char *key, uint64_t min, uint64_t
 	return 0;
 }
 
+static int exec_size(const json_t *o, struct session_msg *m, os_error *err)
+{
+	int64_t rows = 0, cols = 0;
+	if (json_get_int(o, "rows", false, 0, 65535, &rows, err) < 0 ||
+	    json_get_int(o, "cols", false, 0, 65535, &cols, err) < 0)
+		return -1;
+	m->exec_rows = (uint16_t)rows;
+	m->exec_cols = (uint16_t)cols;
+	return 0;
+}
+
+static int exec_argv(const json_t *o, struct session_msg *m, os_error *err)
+{
+	const json_t *a = json_object_get(o, "argv");
+	size_t i, n = json_array_size(a);
+	const json_t *v;
+	if (!json_is_array(a) || n < 1 || n > SESSION_EXEC_ARGV_MAX)
+		return os_error_set(err, EPROTO, "exec message: argv must hold 1..%d strings",
+				    SESSION_EXEC_ARGV_MAX);
+	json_array_foreach (a, i, v)
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return os_error_set(err, EPROTO,
+					    "exec message: argv[%zu] is not a string without NUL",
+					    i);
+	m->exec_argv = a;
+	return 1;
+}
+
 int session_msg_parse(const char *line, size_t len, json_t **holder, struct session_msg *m,
 		      os_error *err)
 {
 	static const char *const hello_keys[] = { "type", "sandbox", "policy_revision", NULL };
 	static const char *const policy_keys[] = { "type", "revision", "policy", NULL };
 	static const char *const ping_keys[] = { "type", NULL };
+	static const char *const exec_keys[] = {
+		"type", "id", "argv", "tty", "rows", "cols", NULL
+	};
 	const char *type = NULL;
 	memset(m, 0, sizeof(*m));
 	*holder = json_parse_strict(line, len, SESSION_LINE_MAX, err);
@@ -92,6 +123,19 @@ int session_msg_parse(const char *line, size_t len, json_t **holder, struct sess
 		if (json_check_keys(o, ping_keys, "ping", err) < 0)
 			return err->code = EPROTO, -1;
 		return 1;
+	}
+	if (!strcmp(type, "exec")) {
+		m->type = SESSION_MSG_EXEC;
+		if (json_check_keys(o, exec_keys, "exec message", err) < 0 ||
+		    json_get_string(o, "id", true, &m->exec_id, err) < 0 ||
+		    json_get_bool(o, "tty", false, &m->exec_tty, err) < 0 ||
+		    exec_size(o, m, err) < 0)
+			return err->code = EPROTO, -1;
+		size_t idn = strlen(m->exec_id);
+		if (idn < 16 || idn >= SESSION_EXEC_ID_MAX ||
+		    strspn(m->exec_id, "0123456789abcdef") != idn)
+			return os_error_set(err, EPROTO, "exec message: bad id");
+		return exec_argv(o, m, err);
 	}
 	return 0;
 }

@@ -7,6 +7,8 @@
  *   {"type":"hello","sandbox":ID,"policy_revision":N}     N = 0: none yet
  *   {"type":"policy","revision":N,"policy":"<yaml>"}      N >= 1
  *   {"type":"ping"}
+ *   {"type":"exec","id":HEX,"argv":[...],"tty":B,"rows":N,"cols":N}
+ *                         run a command in the sandbox (docs/exec.md)
  * Unknown types are skipped (the gateway may add kinds); a known type with
  * missing, extra or mistyped fields ends the stream with an error. */
 #ifndef OS_SUPERVISOR_SESSION_STREAM_H
@@ -29,7 +31,11 @@ enum session_msg_type {
 	SESSION_MSG_HELLO,
 	SESSION_MSG_POLICY,
 	SESSION_MSG_PING,
+	SESSION_MSG_EXEC,
 };
+
+#define SESSION_EXEC_ID_MAX 64
+#define SESSION_EXEC_ARGV_MAX 256
 
 struct session_msg {
 	enum session_msg_type type;
@@ -37,6 +43,10 @@ struct session_msg {
 	uint64_t revision; /* hello: latest policy revision; policy: its revision */
 	const char *policy; /* policy: NUL-terminated YAML */
 	size_t policy_len;
+	const char *exec_id; /* exec: [0-9a-f], 16..63 chars */
+	const struct json_t *exec_argv; /* exec: array of 1..256 strings */
+	bool exec_tty;
+	uint16_t exec_rows, exec_cols; /* exec with tty: initial size (0: unknown) */
 };
 
 /* Returns < 0 (err set) to end the stream. */

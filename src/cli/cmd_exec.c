@@ -1,0 +1,309 @@
+/* cmd_exec.c - `openshell sandbox exec [--tty] NAME -- CMD...` and
+ * `openshell sandbox connect NAME`: one upgraded connection to the gateway
+ * (docs/exec.md) carrying stdin, stdout, stderr, terminal size and the exit
+ * status as frames. The CLI exits with the command's status; 125 when the
+ * command could not be started, 1 when the connection was lost. */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "execframe.h"
+#include "fdutil.h"
+#include "json.h"
+#include "parse.h"
+
+#define EXIT_NOT_STARTED 125
+#define HEAD_MAX 65536
+
+static volatile sig_atomic_t winch;
+
+static void on_winch(int sig)
+{
+	(void)sig;
+	winch = 1;
+}
+
+static int dial(const struct client *c, os_error *err)
+{
+	if (str_has_prefix(c->url, "unix:")) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+		if (str_copy(sun.sun_path, sizeof sun.sun_path, c->url + 5, err) < 0)
+			return -1;
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
+			os_error_errno(err, "connecting to the gateway at %s", c->url);
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		return fd;
+	}
+	char host[256], port[16];
+	const char *hp = c->url + strlen("http://");
+	const char *colon = strrchr(hp, ':');
+	if (!colon || (size_t)(colon - hp) >= sizeof host || strlen(colon + 1) >= sizeof port)
+		return os_error_set(err, EINVAL, "gateway %s: expected http://HOST:PORT", c->url);
+	memcpy(host, hp, (size_t)(colon - hp));
+	host[colon - hp] = '\0';
+	snprintf(port, sizeof port, "%s", colon + 1);
+	port[strcspn(port, "/")] = '\0';
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+	int rc = getaddrinfo(host, port, &hints, &res);
+	if (rc != 0)
+		return os_error_set(err, EINVAL, "gateway %s: %s", c->url, gai_strerror(rc));
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0) {
+		os_error_errno(err, "connecting to the gateway at %s", c->url);
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* Sends the request; returns 0 on 101 (rest holds early frames), or prints
+ * the gateway's JSON error and returns the CLI's exit code. */
+static int upgrade(int fd, const struct client *c, const char *name, const char *body,
+		   struct buf *rest)
+{
+	char head[1024];
+	int n = snprintf(head, sizeof head,
+			 "POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: openshell\r\n"
+			 "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+			 "Content-Length: %zu\r\nUpgrade: " EXECFRAME_UPGRADE
+			 "\r\nConnection: Upgrade\r\n\r\n",
+			 name, c->token, strlen(body));
+	if (n < 0 || (size_t)n >= sizeof head || fd_write_all(fd, head, (size_t)n, NULL) < 0 ||
+	    fd_write_all(fd, body, strlen(body), NULL) < 0)
+		return cli_fail("exec: sending the request to the gateway failed");
+	char chunk[4096];
+	const char *end = NULL;
+	while (!end) {
+		ssize_t r = read(fd, chunk, sizeof chunk);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || buf_append(rest, chunk, (size_t)r, NULL) < 0)
+			break;
+		end = memmem(rest->data, rest->len, "\r\n\r\n", 4);
+	}
+	if (!end)
+		return cli_fail("exec: the gateway closed the connection without an answer");
+	if (rest->len >= 12 && !strncmp(rest->data, "HTTP/1.1 101", 12)) {
+		buf_consume(rest, (size_t)(end + 4 - rest->data));
+		return 0;
+	}
+	/* An error answer: its JSON body says what went wrong. */
+	while (1) {
+		ssize_t r = read(fd, chunk, sizeof chunk);
+		if (r <= 0 || buf_append(rest, chunk, (size_t)r, NULL) < 0)
+			break;
+	}
+	end = memmem(rest->data, rest->len, "\r\n\r\n", 4);
+	_cleanup_json_ json_t *j =
+		json_loadb(end + 4, rest->len - (size_t)(end + 4 - rest->data), 0, NULL);
+	const char *msg = json_string_value(json_object_get(j, "message"));
+	return cli_fail("%s", msg ? msg : "exec refused by the gateway");
+}
+
+struct term {
+	bool raw;
+	struct termios saved;
+};
+
+static void term_raw(struct term *t)
+{
+	struct termios raw;
+	if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &t->saved) < 0)
+		return;
+	raw = t->saved;
+	cfmakeraw(&raw);
+	t->raw = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+}
+
+static void term_restore(struct term *t)
+{
+	if (t->raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &t->saved);
+}
+
+static void win_size(uint16_t *rows, uint16_t *cols)
+{
+	struct winsize ws = { 0 };
+	if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0)
+		ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws);
+	*rows = ws.ws_row;
+	*cols = ws.ws_col;
+}
+
+static int send_frame(int fd, uint8_t type, const void *p, size_t n)
+{
+	struct buf b;
+	buf_init(&b, EXECFRAME_MAX_PAYLOAD + EXECFRAME_HEAD);
+	int rc = execframe_put(&b, type, p, n, NULL) < 0 ? -1
+							 : fd_write_all(fd, b.data, b.len, NULL);
+	buf_free(&b);
+	return rc;
+}
+
+/* Handles the frames in in; returns -1 to go on, else the exit code. */
+static int take_frames(struct buf *in)
+{
+	struct execframe f;
+	long n;
+	os_error err = { 0 };
+	while ((n = execframe_take((const uint8_t *)in->data, in->len, &f, &err)) > 0) {
+		uint32_t code;
+		switch (f.type) {
+		case EXECFRAME_STDOUT:
+		case EXECFRAME_STDERR:
+			fd_write_all(f.type == EXECFRAME_STDOUT ? STDOUT_FILENO : STDERR_FILENO,
+				     f.payload, f.len, NULL);
+			break;
+		case EXECFRAME_EXIT:
+			if (execframe_u32(&f, &code) < 0)
+				return cli_fail("exec: malformed exit frame");
+			return code > 255 ? 255 : (int)code;
+		case EXECFRAME_ERROR:
+			fprintf(stderr, "openshell: %.*s\n", (int)f.len, (const char *)f.payload);
+			return EXIT_NOT_STARTED;
+		default:
+			return cli_fail("exec: unexpected frame '%c' from the sandbox", f.type);
+		}
+		buf_consume(in, (size_t)n);
+	}
+	if (n < 0)
+		return cli_fail("%s", err.msg);
+	return -1;
+}
+
+static int pump(int fd, struct buf *in, bool tty)
+{
+	bool stdin_open = true;
+	char chunk[65536];
+	for (;;) {
+		int code = take_frames(in);
+		if (code >= 0)
+			return code;
+		if (winch && tty) {
+			winch = 0;
+			uint16_t r, c;
+			win_size(&r, &c);
+			struct buf b;
+			buf_init(&b, 64);
+			execframe_put_resize(&b, r, c, NULL);
+			fd_write_all(fd, b.data, b.len, NULL);
+			buf_free(&b);
+		}
+		struct pollfd pf[2] = { { .fd = fd, .events = POLLIN },
+					{ .fd = stdin_open ? STDIN_FILENO : -1,
+					  .events = POLLIN } };
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return cli_fail("exec: poll: %s", strerror(errno));
+		}
+		if (pf[1].revents) {
+			ssize_t r = read(STDIN_FILENO, chunk, sizeof chunk);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r > 0 && send_frame(fd, EXECFRAME_STDIN, chunk, (size_t)r) < 0)
+				return cli_fail("exec: the connection to the sandbox was lost");
+			if (r <= 0) {
+				stdin_open = false;
+				send_frame(fd, EXECFRAME_STDIN_EOF, NULL, 0);
+			}
+		}
+		if (pf[0].revents) {
+			ssize_t r = read(fd, chunk, sizeof chunk);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return cli_fail("exec: the connection to the sandbox was lost "
+						"before the command's exit status arrived");
+			if (buf_append(in, chunk, (size_t)r, NULL) < 0)
+				return cli_fail("exec: frame over the size limit");
+		}
+	}
+}
+
+static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty)
+{
+	char seg[256];
+	os_error err = { 0 };
+	if (cli_segment(seg, sizeof seg, name) < 0)
+		return CLI_USAGE;
+	if (client_ensure(&cli->client, &err) < 0)
+		return cli_fail("%s", err.msg);
+	uint16_t rows = 0, cols = 0;
+	if (tty)
+		win_size(&rows, &cols);
+	_cleanup_json_ json_t *body = json_pack("{s:O, s:b, s:i, s:i}", "command", command, "tty",
+						tty, "rows", rows, "cols", cols);
+	_cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	if (!text)
+		return cli_fail("exec: out of memory");
+	_cleanup_close_ int fd = dial(&cli->client, &err);
+	if (fd < 0)
+		return cli_fail("%s", err.msg);
+	struct buf in;
+	buf_init(&in, EXECFRAME_MAX_PAYLOAD + HEAD_MAX);
+	int rc = upgrade(fd, &cli->client, seg, text, &in);
+	if (rc != 0) {
+		buf_free(&in);
+		return rc;
+	}
+	struct term t = { 0 };
+	if (tty) {
+		signal(SIGWINCH, on_winch);
+		term_raw(&t);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	rc = pump(fd, &in, tty);
+	term_restore(&t);
+	buf_free(&in);
+	return rc;
+}
+
+int cmd_exec(struct cli *cli, int argc, char **argv)
+{
+	bool tty = false;
+	const char *name = NULL;
+	int i = 0;
+	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (!strcmp(argv[i], "--tty") || !strcmp(argv[i], "-t"))
+			tty = true;
+		else if (!name && argv[i][0] != '-')
+			name = argv[i];
+		else
+			return cli_usage("sandbox exec: unexpected %s", argv[i]);
+	}
+	if (!name || i >= argc - 1)
+		return cli_usage("usage: openshell sandbox exec [--tty] NAME -- CMD [ARG...]");
+	_cleanup_json_ json_t *cmd = json_array();
+	for (i++; i < argc; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	return run_exec(cli, name, cmd, tty);
+}
+
+int cmd_connect(struct cli *cli, int argc, char **argv)
+{
+	if (argc != 1)
+		return cli_usage("usage: openshell sandbox connect NAME");
+	/* The richest shell the image has, as a login shell. */
+	_cleanup_json_ json_t *cmd =
+		json_pack("[s, s, s]", "/bin/sh", "-c",
+			  "if [ -x /bin/bash ]; then exec /bin/bash -l; fi; exec /bin/sh -l");
+	return run_exec(cli, argv[0], cmd, true);
+}

@@ -1,0 +1,111 @@
+/* api_exec.c - the two HTTP ends of `sandbox exec` (docs/exec.md):
+ *   POST /v1/sandboxes/NAME/exec   (admin; Upgrade: openshell-exec)
+ *        {"command": [...], "tty": B, "rows": N, "cols": N}
+ *        -> the request goes to the sandbox's supervisor on its session,
+ *           and this connection waits for the relay (exec.c);
+ *   POST /v1/supervisor/sandboxes/ID/exec/EXEC_ID   (that sandbox's token)
+ *        -> the relay's connection, joined to the waiting client.
+ * Both answer 101 once paired; errors before that are the usual JSON. */
+#include <errno.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "gateway.h"
+#include "json.h"
+#include "log.h"
+
+#define EXEC_ARGV_MAX 256
+#define EXEC_ARG_MAX 65536
+
+static int check_command(const json_t *cmd, struct api_response *resp)
+{
+	size_t i, n = json_array_size(cmd);
+	const json_t *v;
+	if (!json_is_array(cmd) || n < 1 || n > EXEC_ARGV_MAX)
+		return api_error(resp, 400, "invalid_argument",
+				 "command: expected an array of 1..%d strings", EXEC_ARGV_MAX),
+		       -1;
+	json_array_foreach (cmd, i, v) {
+		if (!json_is_string(v) || json_string_length(v) > EXEC_ARG_MAX ||
+		    strlen(json_string_value(v)) != json_string_length(v))
+			return api_error(resp, 400, "invalid_argument",
+					 "command[%zu]: expected a string of at most %d bytes "
+					 "without NUL",
+					 i, EXEC_ARG_MAX),
+			       -1;
+	}
+	if (json_string_length(json_array_get(cmd, 0)) == 0)
+		return api_error(resp, 400, "invalid_argument", "command[0]: empty program"), -1;
+	return 0;
+}
+
+bool api_exec_route(struct gateway *gw, const struct api_request *req, const json_t *row,
+		    struct api_response *resp)
+{
+	static const char *const keys[] = { "command", "tty", "rows", "cols", NULL };
+	const char *id = json_string_value(json_object_get(row, "id"));
+	const char *name = json_string_value(json_object_get(row, "name"));
+	const char *phase = json_string_value(json_object_get(row, "phase"));
+	if (strcmp(req->method, "POST") != 0)
+		return api_error(resp, 405, "method_not_allowed", "exec takes POST"), true;
+	if (!req->upgrade_exec)
+		return api_error(resp, 400, "upgrade_required",
+				 "exec needs \"Upgrade: openshell-exec\" and \"Connection: "
+				 "Upgrade\" (use `openshell sandbox exec`)"),
+		       true;
+	_cleanup_json_ json_t *body = api_body(req, keys, resp);
+	if (!body)
+		return true;
+	bool tty = false;
+	int64_t rows = 0, cols = 0;
+	os_error err = { 0 };
+	if (check_command(json_object_get(body, "command"), resp) < 0)
+		return true;
+	if (json_get_bool(body, "tty", false, &tty, &err) < 0 ||
+	    json_get_int(body, "rows", false, 0, 65535, &rows, &err) < 0 ||
+	    json_get_int(body, "cols", false, 0, 65535, &cols, &err) < 0)
+		return api_error(resp, 400, "invalid_argument", "%s", err.msg), true;
+	if (!phase || strcmp(phase, "Ready") != 0 || !sessions_live(gw, id))
+		return api_error(resp, 409, "not_ready",
+				 "sandbox %s is %s: exec needs a Ready sandbox with a live "
+				 "supervisor session",
+				 name,
+				 phase && strcmp(phase, "Ready") ? phase : "without a session"),
+		       true;
+	char token[SECRET_TOKEN_HEX + 1];
+	if (secret_random_hex(token, &err) < 0)
+		return api_fail(resp, &err), true;
+	token[EXEC_ID_HEX] = '\0';
+	_cleanup_json_ json_t *msg =
+		json_pack("{s:s, s:s, s:O, s:b, s:I, s:I}", "type", "exec", "id", token, "argv",
+			  json_object_get(body, "command"), "tty", tty, "rows", (json_int_t)rows,
+			  "cols", (json_int_t)cols);
+	if (!msg || !sessions_push(gw, id, msg))
+		return api_error(resp, 409, "not_ready",
+				 "sandbox %s: its supervisor session closed; try again", name),
+		       true;
+	log_info("sandbox %s: exec %s requested (%s%s)", name, token,
+		 json_string_value(json_array_get(json_object_get(body, "command"), 0)),
+		 tty ? ", tty" : "");
+	resp->status = 101;
+	resp->exec_park = true;
+	memcpy(resp->exec_id, token, EXEC_ID_HEX + 1);
+	snprintf(resp->exec_sandbox, sizeof resp->exec_sandbox, "%s", id);
+	return true;
+}
+
+void api_exec_attach_route(struct gateway *gw, const struct api_request *req, const char *id,
+			   const char *exec_id, struct api_response *resp)
+{
+	if (strcmp(req->method, "POST") != 0)
+		return api_error(resp, 405, "method_not_allowed", "exec attach takes POST");
+	if (!req->upgrade_exec)
+		return api_error(resp, 400, "upgrade_required",
+				 "exec attach needs \"Upgrade: openshell-exec\"");
+	if (strlen(exec_id) != EXEC_ID_HEX || strspn(exec_id, "0123456789abcdef") != EXEC_ID_HEX)
+		return api_error(resp, 404, "not_found", "no such exec");
+	resp->status = 101;
+	resp->exec_attach = true;
+	memcpy(resp->exec_id, exec_id, EXEC_ID_HEX + 1);
+	snprintf(resp->exec_sandbox, sizeof resp->exec_sandbox, "%s", id);
+}

@@ -1,0 +1,64 @@
+/* exec.h - `sandbox exec` on the supervisor's side (docs/exec.md). The
+ * gateway asks on the session; the supervisor forks a relay that dials the
+ * gateway back (POST .../exec/ID, upgraded), starts the command through
+ * openshell-sandbox with `join` (the agent's namespaces, cgroups, user,
+ * Landlock rules and seccomp filter) and pumps the exec frames between the
+ * command's stdio and that connection. The relay is an identity root of the
+ * proxy, so the command's connections are judged like the agent's. */
+#ifndef OS_SUPERVISOR_EXEC_H
+#define OS_SUPERVISOR_EXEC_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "buf.h"
+#include "error.h"
+#include "loop.h"
+#include "session.h"
+
+struct egress;
+struct exec_service;
+
+/* Fixed fds in the exec launcher: the sandbox's pidfd (the spec's `join`)
+ * and the spec pipe. */
+enum { EXEC_JOIN_FD = 3, EXEC_SPEC_FD = 4 };
+
+struct exec_host {
+	struct loop *loop;
+	struct egress *egress; /* identity roots for the relays */
+	const char *launcher; /* openshell-sandbox */
+	const json_t *agent_spec; /* the agent's launch spec (copied) */
+	pid_t agent_launcher; /* its child is the sandbox's pid 1 */
+};
+
+int exec_service_new(const struct exec_host *h, struct exec_service **out, os_error *err);
+/* The session to dial back through; set once the session exists. */
+void exec_service_set_session(struct exec_service *x, struct gw_session *s);
+/* gw_session_exec_fn: starts one exec (failures are logged and, when the
+ * gateway can be reached, reported to the client as an error frame). */
+void exec_service_request(void *user, const struct session_msg *m);
+void exec_service_free(struct exec_service *x);
+
+/* The exec launch spec: the agent's, with argv and tty replaced and the
+ * sandbox-creating fields swapped for `join` (fd join_fd). Exposed for tests. */
+json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, int join_fd,
+			     os_error *err);
+
+/* exec_pump.c: the relay process. Runs the launcher and pumps frames
+ * between sock (already upgraded) and the command until it exits; never
+ * returns. */
+struct exec_pump_args {
+	int sock; /* upgraded connection to the gateway */
+	int join_pidfd; /* the sandbox's pid 1 */
+	const char *launcher;
+	const char *spec; /* JSON text */
+	bool tty;
+	uint16_t rows, cols;
+	const uint8_t *early; /* frames that arrived with the 101 answer */
+	size_t early_len;
+};
+__attribute__((noreturn)) void exec_pump_main(const struct exec_pump_args *a);
+
+#endif

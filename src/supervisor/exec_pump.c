@@ -1,0 +1,277 @@
+/* exec_pump.c - the exec relay process (see exec.h): starts the command
+ * through openshell-sandbox with the sandbox's pidfd to join, then moves
+ * bytes: stdin frames to the command, its stdout/stderr (or its terminal)
+ * back as frames, and its exit status last. A blocking, single-purpose
+ * process: a slow client slows the command, never the supervisor. */
+#include "exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "execframe.h"
+#include "fdutil.h"
+
+#define CHUNK 65536
+#define STDIN_PENDING_MAX (1u << 20)
+
+struct pump {
+	int sock;
+	int in_w; /* command's stdin (pipe or pty master); -1 once closed */
+	int out_r, err_r; /* command's stdout/stderr (tty: out_r is the master) */
+	int launcher_pidfd;
+	pid_t launcher;
+	bool tty, stdin_eof;
+	struct buf from_client; /* undecoded bytes from the socket */
+	struct buf stdin_pending;
+	struct buf frame; /* scratch for outgoing frames */
+};
+
+__attribute__((noreturn)) static void fail(struct pump *p, const char *what)
+{
+	char msg[512];
+	snprintf(msg, sizeof msg, "exec: %s: %s", what, strerror(errno));
+	buf_reset(&p->frame);
+	execframe_put(&p->frame, EXECFRAME_ERROR, msg, strlen(msg), NULL);
+	fd_write_all(p->sock, p->frame.data, p->frame.len, NULL);
+	if (p->launcher > 0)
+		kill(p->launcher, SIGKILL);
+	_exit(125);
+}
+
+static void send_frame(struct pump *p, uint8_t type, const void *data, size_t len)
+{
+	buf_reset(&p->frame);
+	if (execframe_put(&p->frame, type, data, len, NULL) < 0 ||
+	    fd_write_all(p->sock, p->frame.data, p->frame.len, NULL) < 0) {
+		/* The client is gone: nobody is left to see the command. */
+		kill(p->launcher, SIGKILL);
+		_exit(0);
+	}
+}
+
+__attribute__((noreturn)) static void launcher_child(const struct exec_pump_args *a, int in,
+						     int out, int err, int spec_r)
+{
+	signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive exec */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(125);
+	if (a->tty && (setsid() < 0))
+		_exit(125);
+	int src[5] = { in, out, err, a->join_pidfd, spec_r }, tmp[5];
+	for (int i = 0; i < 5; i++) /* above the targets first, so no dup2 clobbers a source */
+		if ((tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10)) < 0)
+			_exit(125);
+	for (int i = 0; i < 5; i++)
+		if (dup2(tmp[i], i) < 0) /* 0-2 stdio, 3 EXEC_JOIN_FD, 4 EXEC_SPEC_FD */
+			_exit(125);
+	if (fd_close_from(EXEC_SPEC_FD + 1, NULL, 0, NULL) < 0)
+		_exit(125);
+	char *const argv[] = { (char *)a->launcher, "--spec-fd", "4", NULL };
+	char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			       NULL };
+	execve(a->launcher, argv, envp);
+	_exit(127);
+}
+
+static void start(struct pump *p, const struct exec_pump_args *a)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, spec[2];
+	if (pipe2(spec, O_CLOEXEC) < 0)
+		fail(p, "spec pipe");
+	if (a->tty) {
+		int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
+			fail(p, "allocating a terminal");
+		int s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (s < 0)
+			fail(p, "opening the terminal");
+		if (a->rows && a->cols)
+			ioctl(m, TIOCSWINSZ,
+			      &(struct winsize){ .ws_row = a->rows, .ws_col = a->cols });
+		in[0] = out[1] = err[1] = s;
+		in[1] = out[0] = m;
+	} else if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
+		   pipe2(err, O_CLOEXEC) < 0) {
+		fail(p, "stdio pipes");
+	}
+	p->launcher = fork();
+	if (p->launcher < 0)
+		fail(p, "fork");
+	if (p->launcher == 0)
+		launcher_child(a, in[0], out[1], err[1], spec[0]);
+	close(spec[0]);
+	close(in[0]);
+	if (!a->tty) {
+		close(out[1]);
+		close(err[1]);
+	}
+	close(a->join_pidfd);
+	p->launcher_pidfd = pidfd_open(p->launcher, 0);
+	if (p->launcher_pidfd < 0)
+		fail(p, "pidfd of the launcher");
+	if (fd_write_all(spec[1], a->spec, strlen(a->spec), NULL) < 0)
+		fail(p, "handing the launcher its spec");
+	close(spec[1]);
+	p->in_w = in[1];
+	p->out_r = out[0];
+	p->err_r = a->tty ? -1 : err[0];
+	fd_set_nonblock(p->in_w, true, NULL);
+}
+
+/* Returns false once the client sent something we cannot follow. */
+static bool take_client_frames(struct pump *p)
+{
+	struct execframe f;
+	long n;
+	os_error err = { 0 };
+	while ((n = execframe_take((const uint8_t *)p->from_client.data, p->from_client.len, &f,
+				   &err)) > 0) {
+		uint16_t rows, cols;
+		if (f.type == EXECFRAME_STDIN && !p->stdin_eof) {
+			if (buf_append(&p->stdin_pending, f.payload, f.len, NULL) < 0)
+				return false;
+		} else if (f.type == EXECFRAME_STDIN_EOF) {
+			p->stdin_eof = true;
+			/* A terminal has no half-close: EOF is the VEOF character. */
+			if (p->tty && buf_append(&p->stdin_pending, "\x04", 1, NULL) < 0)
+				return false;
+		} else if (execframe_resize(&f, &rows, &cols) == 0) {
+			if (p->tty)
+				ioctl(p->out_r, TIOCSWINSZ,
+				      &(struct winsize){ .ws_row = rows, .ws_col = cols });
+		} else {
+			return false;
+		}
+		buf_consume(&p->from_client, (size_t)n);
+	}
+	return n == 0;
+}
+
+static void write_stdin(struct pump *p)
+{
+	while (p->in_w >= 0 && p->stdin_pending.len > 0) {
+		ssize_t n = write(p->in_w, p->stdin_pending.data, p->stdin_pending.len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) { /* the command closed its stdin: drop the rest */
+			buf_reset(&p->stdin_pending);
+			break;
+		}
+		buf_consume(&p->stdin_pending, (size_t)n);
+	}
+	if (p->in_w >= 0 && p->stdin_eof && p->stdin_pending.len == 0 && !p->tty) {
+		close(p->in_w);
+		p->in_w = -1;
+	}
+}
+
+/* One read from an output fd into a frame; false at EOF (a terminal
+ * reports EIO once every slave fd is closed). */
+static bool forward(struct pump *p, int fd, uint8_t type)
+{
+	static char chunk[CHUNK];
+	ssize_t n;
+	do
+		n = read(fd, chunk, sizeof chunk);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return true;
+	if (n <= 0)
+		return false;
+	send_frame(p, type, chunk, (size_t)n);
+	return true;
+}
+
+/* The launcher exited: send what its output still holds, then the code. */
+__attribute__((noreturn)) static void finish(struct pump *p)
+{
+	siginfo_t si = { 0 };
+	waitid(P_PIDFD, (id_t)p->launcher_pidfd, &si, WEXITED);
+	int fds[2] = { p->out_r, p->err_r };
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] < 0)
+			continue;
+		fd_set_nonblock(fds[i], true, NULL);
+		while (forward(p, fds[i], i == 0 ? EXECFRAME_STDOUT : EXECFRAME_STDERR)) {
+			struct pollfd pf = { .fd = fds[i], .events = POLLIN };
+			if (poll(&pf, 1, 0) != 1)
+				break;
+		}
+	}
+	uint32_t code =
+		si.si_code == CLD_EXITED ? (uint32_t)si.si_status : 128u + (uint32_t)si.si_status;
+	buf_reset(&p->frame);
+	execframe_put_u32(&p->frame, EXECFRAME_EXIT, code, NULL);
+	fd_write_all(p->sock, p->frame.data, p->frame.len, NULL);
+	shutdown(p->sock, SHUT_WR);
+	_exit(0);
+}
+
+void exec_pump_main(const struct exec_pump_args *a)
+{
+	struct pump p = { .sock = a->sock, .in_w = -1, .out_r = -1, .err_r = -1, .tty = a->tty };
+	buf_init(&p.from_client, EXECFRAME_MAX_PAYLOAD + 2 * EXECFRAME_HEAD + 65536);
+	buf_init(&p.stdin_pending, STDIN_PENDING_MAX + EXECFRAME_MAX_PAYLOAD);
+	buf_init(&p.frame, EXECFRAME_MAX_PAYLOAD + EXECFRAME_HEAD);
+	fd_set_nonblock(p.sock, false, NULL);
+	start(&p, a);
+	if (a->early_len && buf_append(&p.from_client, a->early, a->early_len, NULL) < 0)
+		fail(&p, "early frames");
+	for (;;) {
+		if (!take_client_frames(&p)) {
+			errno = EPROTO;
+			fail(&p, "the client sent a frame this relay does not take");
+		}
+		write_stdin(&p);
+		struct pollfd pf[5] = {
+			{ .fd = p.launcher_pidfd, .events = POLLIN },
+			/* Stop reading the client while its stdin has not drained. */
+			{ .fd = p.stdin_pending.len < STDIN_PENDING_MAX ? p.sock : -1,
+			  .events = POLLIN },
+			{ .fd = p.out_r, .events = POLLIN },
+			{ .fd = p.err_r, .events = POLLIN },
+			{ .fd = p.stdin_pending.len ? p.in_w : -1, .events = POLLOUT },
+		};
+		if (poll(pf, 5, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fail(&p, "poll");
+		}
+		if (pf[2].revents && !forward(&p, p.out_r, EXECFRAME_STDOUT)) {
+			if (!p.tty)
+				close(p.out_r);
+			p.out_r = p.tty ? p.out_r : -1;
+			if (p.tty) /* the terminal is done; keep the fd for resize, stop polling */
+				pf[2].fd = -1;
+		}
+		if (pf[3].revents && !forward(&p, p.err_r, EXECFRAME_STDERR)) {
+			close(p.err_r);
+			p.err_r = -1;
+		}
+		if (pf[1].revents) {
+			char chunk[CHUNK];
+			ssize_t n = read(p.sock, chunk, sizeof chunk);
+			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+				kill(p.launcher, SIGKILL); /* the client left */
+				_exit(0);
+			}
+			if (n > 0 && buf_append(&p.from_client, chunk, (size_t)n, NULL) < 0)
+				fail(&p, "buffering client frames");
+		}
+		if (pf[0].revents)
+			finish(&p);
+	}
+}

@@ -1,0 +1,279 @@
+/* exec_relay.c - the supervisor's exec service (see exec.h): turns an exec
+ * request from the session into a relay process, and keeps the proxy's
+ * identity roots in step with the relays alive. Runs on the supervisor's
+ * loop; only the forked relay ever blocks. */
+#include "exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "egress.h"
+#include "execframe.h"
+#include "fdutil.h"
+#include "json.h"
+#include "log.h"
+
+#define RELAYS_MAX 32
+#define HANDSHAKE_MS 10000
+#define HEAD_MAX 16384
+
+struct relay {
+	struct exec_service *x;
+	pid_t pid;
+	struct loop_child *watch;
+};
+
+struct exec_service {
+	struct exec_host h;
+	json_t *spec; /* the agent's launch spec */
+	struct gw_session *session;
+	struct relay *relays[RELAYS_MAX];
+};
+
+int exec_service_new(const struct exec_host *h, struct exec_service **out, os_error *err)
+{
+	struct exec_service *x = calloc(1, sizeof(*x));
+	if (!x || !(x->spec = json_deep_copy(h->agent_spec))) {
+		free(x);
+		return os_error_set(err, ENOMEM, "exec service");
+	}
+	x->h = *h;
+	x->h.agent_spec = NULL;
+	*out = x;
+	return 0;
+}
+
+void exec_service_set_session(struct exec_service *x, struct gw_session *s)
+{
+	x->session = s;
+}
+
+json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, int join_fd,
+			     os_error *err)
+{
+	if (!json_is_true(json_object_get(agent, "new_namespaces"))) {
+		os_error_set(
+			err, ENOTSUP,
+			"exec needs a sandbox with its own namespaces (the local host layout)");
+		return NULL;
+	}
+	json_t *s = json_deep_copy(agent);
+	if (!s) {
+		os_error_set(err, ENOMEM, "exec spec");
+		return NULL;
+	}
+	/* What creates a sandbox goes; what confines one stays (user, env,
+	 * filesystem, Landlock mode, rlimits, cgroups, cwd). */
+	static const char *const creating[] = { "new_namespaces", "netns", "hostname",
+						"workspace" };
+	for (size_t i = 0; i < ARRAY_SIZE(creating); i++)
+		json_object_del(s, creating[i]);
+	json_object_set_new(s, "argv", json_deep_copy(argv));
+	json_object_set_new(s, "tty", json_boolean(tty));
+	json_object_set_new(s, "join", json_integer(join_fd));
+	return s;
+}
+
+/* The sandbox's pid 1 is the agent launcher's only child. A pidfd, then a
+ * check that its parent is still the launcher, so a recycled pid is never
+ * joined. */
+static int sandbox_init_pidfd(pid_t launcher, os_error *err)
+{
+	char path[96], text[64];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)launcher, (int)launcher);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+	if (n <= 0)
+		return os_error_set(err, ESRCH, "the sandbox is not running (no pid 1 under %d)",
+				    (int)launcher);
+	text[n] = '\0';
+	pid_t init = (pid_t)atol(text);
+	int pfd = init > 0 ? pidfd_open(init, 0) : -1;
+	if (pfd < 0)
+		return os_error_errno(err, "pidfd of the sandbox's pid 1");
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)init);
+	_cleanup_free_ char *stat = NULL;
+	const char *rp = NULL;
+	if (file_read_all(path, 4096, &stat, NULL, NULL) == 0)
+		rp = strrchr(stat, ')');
+	if (!rp || atol(rp + 4) != (long)launcher) { /* ") S PPID ..." */
+		close(pfd);
+		return os_error_set(err, ESRCH, "the sandbox's pid 1 went away");
+	}
+	return pfd;
+}
+
+static int wait_fd(int fd, short ev, const struct timespec *deadline)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long ms = (deadline->tv_sec - now.tv_sec) * 1000 +
+		  (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	struct pollfd p = { .fd = fd, .events = ev };
+	return ms > 0 && poll(&p, 1, (int)ms) == 1 ? 0 : -1;
+}
+
+/* In the relay: connect, send the attach request, read up to the end of the
+ * 101 head. Bytes after the head are early frames for the pump. */
+static int dial_back(const struct sockaddr_storage *addr, unsigned addr_len, const struct buf *req,
+		     struct buf *rest)
+{
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += HANDSHAKE_MS / 1000;
+	int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (const struct sockaddr *)addr, addr_len) < 0 && errno != EINPROGRESS)
+		goto fail;
+	if (wait_fd(fd, POLLOUT, &deadline) < 0 || fd_set_nonblock(fd, false, NULL) < 0 ||
+	    fd_write_all(fd, req->data, req->len, NULL) < 0)
+		goto fail;
+	char chunk[4096];
+	for (;;) {
+		if (wait_fd(fd, POLLIN, &deadline) < 0)
+			goto fail;
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		if (n <= 0 || buf_append(rest, chunk, (size_t)n, NULL) < 0)
+			goto fail;
+		const char *end = memmem(rest->data, rest->len, "\r\n\r\n", 4);
+		if (!end)
+			continue;
+		if (rest->len < 12 || strncmp(rest->data, "HTTP/1.1 101", 12) != 0) {
+			fprintf(stderr, "openshell-supervisor: exec: the gateway refused: %.200s\n",
+				rest->data);
+			goto fail;
+		}
+		buf_consume(rest, (size_t)(end + 4 - rest->data));
+		return fd;
+	}
+fail:
+	close(fd);
+	return -1;
+}
+
+__attribute__((noreturn)) static void relay_main(const struct sockaddr_storage *addr,
+						 unsigned addr_len, const struct buf *req,
+						 struct exec_pump_args *a, const char *error)
+{
+	os_error err = { 0 };
+	if (loop_sigmask_reset(&err) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(125);
+	struct buf rest;
+	buf_init(&rest, HEAD_MAX + EXECFRAME_MAX_PAYLOAD);
+	a->sock = dial_back(addr, addr_len, req, &rest);
+	if (a->sock < 0)
+		_exit(125);
+	if (error) {
+		struct buf out;
+		buf_init(&out, 8192);
+		execframe_put(&out, EXECFRAME_ERROR, error, strlen(error), NULL);
+		fd_write_all(a->sock, out.data, out.len, NULL);
+		_exit(125);
+	}
+	a->early = (const uint8_t *)rest.data;
+	a->early_len = rest.len;
+	exec_pump_main(a);
+}
+
+static void relay_exited(struct loop *l, struct loop_child *c, const struct loop_exit *exit,
+			 void *data)
+{
+	struct relay *r = data;
+	egress_remove_entry(r->x->h.egress, r->pid);
+	for (size_t i = 0; i < RELAYS_MAX; i++)
+		if (r->x->relays[i] == r)
+			r->x->relays[i] = NULL;
+	free(r);
+}
+
+void exec_service_request(void *user, const struct session_msg *m)
+{
+	struct exec_service *x = user;
+	os_error err = { 0 };
+	size_t slot = RELAYS_MAX;
+	for (size_t i = 0; i < RELAYS_MAX && slot == RELAYS_MAX; i++)
+		if (!x->relays[i])
+			slot = i;
+	struct buf req;
+	struct sockaddr_storage addr;
+	unsigned addr_len;
+	buf_init(&req, 16384);
+	if (!x->session ||
+	    gw_session_exec_request(x->session, m->exec_id, &req, &addr, &addr_len, &err) < 0) {
+		log_warn("exec %s: %s", m->exec_id, err.msg[0] ? err.msg : "no session");
+		buf_free(&req);
+		return;
+	}
+	/* Everything that can fail is tried here, so the relay can at least
+	 * tell the client why. */
+	_cleanup_close_ int join = -1;
+	_cleanup_free_ char *spec_text = NULL;
+	const char *error = NULL;
+	char why[OS_ERROR_MSG_MAX];
+	_cleanup_json_ json_t *spec = NULL;
+	if (slot == RELAYS_MAX)
+		os_error_set(&err, EBUSY, "too many exec sessions at once (max %d)", RELAYS_MAX);
+	else if ((join = sandbox_init_pidfd(x->h.agent_launcher, &err)) >= 0 &&
+		 (spec = exec_spec_from_agent(x->spec, m->exec_argv, m->exec_tty, EXEC_JOIN_FD,
+					      &err)) != NULL)
+		spec_text = json_to_string(spec);
+	if (!spec_text) {
+		snprintf(why, sizeof why, "%s", err.msg[0] ? err.msg : "out of memory");
+		error = why;
+	}
+	struct exec_pump_args a = { .join_pidfd = join,
+				    .launcher = x->h.launcher,
+				    .spec = spec_text,
+				    .tty = m->exec_tty,
+				    .rows = m->exec_rows,
+				    .cols = m->exec_cols };
+	pid_t pid = fork();
+	if (pid == 0)
+		relay_main(&addr, addr_len, &req, &a, error);
+	buf_free(&req);
+	if (pid < 0) {
+		log_warn("exec %s: fork: %s", m->exec_id, strerror(errno));
+		return;
+	}
+	struct relay *r = calloc(1, sizeof(*r));
+	if (!r || loop_child_add(x->h.loop, pid, relay_exited, r, &r->watch, &err) < 0) {
+		kill(pid, SIGKILL);
+		free(r);
+		log_warn("exec %s: cannot watch the relay: %s", m->exec_id, err.msg);
+		return;
+	}
+	r->x = x;
+	r->pid = pid;
+	x->relays[slot] = r;
+	if (!error && egress_add_entry(x->h.egress, pid, &err) < 0)
+		log_warn("exec %s: the command's connections will be unidentified: %s", m->exec_id,
+			 err.msg);
+	log_info("exec %s: relay %d started%s%s", m->exec_id, (int)pid, error ? ": " : "",
+		 error ? error : "");
+}
+
+void exec_service_free(struct exec_service *x)
+{
+	if (!x)
+		return;
+	for (size_t i = 0; i < RELAYS_MAX; i++)
+		if (x->relays[i]) {
+			loop_child_remove(x->relays[i]->watch);
+			kill(x->relays[i]->pid, SIGKILL);
+			free(x->relays[i]);
+		}
+	json_decref(x->spec);
+	free(x);
+}
