@@ -148,13 +148,13 @@ static const struct config_key local_keys[] = {
 	  .min = 0,
 	  .max = 4194304,
 	  .def = "0",
-	  .help = "RLIMIT_NPROC of each agent (per uid); 0 = no limit" },
+	  .help = "processes per sandbox, a pids cgroup (else RLIMIT_NPROC); 0 = no limit" },
 	{ .name = "max_memory_mb",
 	  .type = CONFIG_INT,
 	  .min = 0,
 	  .max = 16777216,
 	  .def = "0",
-	  .help = "address-space limit of each agent process in MiB; 0 = no limit" },
+	  .help = "MiB per sandbox, a memory cgroup (else RLIMIT_AS per process); 0 = no limit" },
 };
 
 const struct config_section config_section_gateway = { "gateway", gateway_keys,

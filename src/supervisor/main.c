@@ -550,9 +550,10 @@ fail:
 	code = 1;
 out:
 	backend_teardown(&s.inst); /* kills the agent if still running */
+	exec_service_free(s.exec); /* kills relays still running */
+	/* Last: anything still counted in the sandbox's cgroups is killed. */
 	if (cgroup_destroy(&cg, &err) < 0)
 		fprintf(stderr, "openshell-supervisor: %s\n", err.msg);
-	exec_service_free(s.exec); /* kills relays still running */
 	gw_session_free(s.gateway);
 	egress_free(s.egress);
 	if (s.loop)

@@ -1,6 +1,7 @@
 """Operator limits on the local driver: [openshell.drivers.local]
-max_processes reaches every sandbox's agent as an rlimit (a fork loop stops
-there); without it the same loop runs to the end."""
+max_processes reaches every sandbox as its pids cgroup limit (an rlimit where
+no controller is mounted): a fork loop stops there; without it the same loop
+runs to the end."""
 import os
 
 import pytest

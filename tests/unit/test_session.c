@@ -172,11 +172,37 @@ static void test_known_messages_are_checked_field_by_field(void **state)
 	check_line("{\"type\":\"ping\",\"type\":\"ping\"}\n", -1, NULL); /* duplicate key */
 	check_line("[1,2]\n", -1, "type");
 	check_line("{\"type\":\"ping\"\n", -1, NULL);
+	/* exec: an id of 16..63 lowercase hex digits and 1..256 argv strings. */
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[\"/bin/true\"],\"tty\":true,\"rows\":24,\"cols\":80}\n",
+		   0, NULL);
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[\"/bin/true\"]}\n",
+		   0, NULL);
+	check_line("{\"type\":\"exec\",\"id\":\"../../x\",\"argv\":[\"/bin/true\"]}\n", -1, "id");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899AABBCCDDEEFF\","
+		   "\"argv\":[\"/bin/true\"]}\n",
+		   -1, "id");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[]}\n",
+		   -1, "argv");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[1]}\n",
+		   -1, "argv");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[\"a\\u0000b\"]}\n",
+		   -1, "NUL");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[\"x\"],\"rows\":70000}\n",
+		   -1, "rows");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[\"x\"],\"shell\":true}\n",
+		   -1, "shell");
 }
 
 static void test_unknown_types_are_skipped_not_fatal(void **state)
 {
-	static const char *const lines[] = { "{\"type\":\"exec\",\"id\":7}\n",
+	static const char *const lines[] = { "{\"type\":\"resize-all\",\"id\":7}\n",
 					     "{\"type\":\"ping\"}\n", NULL };
 	struct buf b;
 	buf_init(&b, 1 << 16);
