@@ -82,12 +82,30 @@ int client_init(struct client *c, const char *gateway, os_error *err)
 struct sink {
 	struct buf b;
 	int fd;
+	client_line_fn line; /* NDJSON streams: called per complete line */
+	void *user;
 };
+
+static size_t on_lines(struct sink *s, const char *p, size_t len)
+{
+	if (buf_append(&s->b, p, len, NULL) < 0)
+		return 0;
+	char *nl;
+	while ((nl = memchr(s->b.data, '\n', s->b.len)) != NULL) {
+		size_t n = (size_t)(nl - s->b.data);
+		if (s->line(s->b.data, n, s->user) < 0)
+			return 0;
+		buf_consume(&s->b, n + 1);
+	}
+	return len;
+}
 
 static size_t on_data(char *p, size_t size, size_t n, void *data)
 {
 	struct sink *s = data;
 	size_t len = size * n;
+	if (s->line)
+		return on_lines(s, p, len);
 	if (s->fd >= 0)
 		return fd_write_all(s->fd, p, len, NULL) < 0 ? 0 : len;
 	return buf_append(&s->b, p, len, NULL) < 0 ? 0 : len;
@@ -159,6 +177,21 @@ int client_stream(struct client *c, const char *path, int fd, os_error *err)
 		return -1;
 	if (status != 200)
 		return os_error_set(err, EIO, "logs: the gateway answered %ld", status);
+	return 0;
+}
+
+int client_stream_lines(struct client *c, const char *path, client_line_fn line, void *user,
+			os_error *err)
+{
+	struct sink s = { .fd = -1, .line = line, .user = user };
+	long status = 0;
+	buf_init(&s.b, RESP_MAX);
+	int rc = perform(c, "GET", path, NULL, &s, &status, err);
+	buf_free(&s.b);
+	if (rc < 0)
+		return -1;
+	if (status != 200)
+		return os_error_set(err, EIO, "%s: the gateway answered %ld", path, status);
 	return 0;
 }
 

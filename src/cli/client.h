@@ -28,6 +28,11 @@ int client_call(struct client *c, const char *method, const char *path, const js
 		long *status, json_t **out, os_error *err);
 /* Streams a response body (logs) to fd until the server ends it. */
 int client_stream(struct client *c, const char *path, int fd, os_error *err);
+/* Streams an NDJSON response, calling line for each line (without its
+ * newline) until the server ends it or line returns < 0. */
+typedef int (*client_line_fn)(const char *line, size_t len, void *user);
+int client_stream_lines(struct client *c, const char *path, client_line_fn line, void *user,
+			os_error *err);
 /* Starts openshell-gateway detached for state_dir; waits until it answers. */
 int client_start_gateway(struct client *c, os_error *err);
 

@@ -279,6 +279,41 @@ static int logs(struct cli *cli, int argc, char **argv)
 	return CLI_OK;
 }
 
+/* One watch event as a table row (EVENT NAME PHASE MESSAGE) or raw NDJSON. */
+static int print_event(const char *line, size_t len, void *user)
+{
+	struct cli *cli = user;
+	if (cli->json) {
+		printf("%.*s\n", (int)len, line);
+	} else {
+		_cleanup_json_ json_t *ev = json_loadb(line, len, 0, NULL);
+		const char *type = json_string_value(json_object_get(ev, "type"));
+		const json_t *sb = json_object_get(ev, "sandbox");
+		const char *name = json_string_value(json_object_get(sb, "name"));
+		const char *phase = json_string_value(json_object_get(sb, "phase"));
+		const char *msg = json_string_value(json_object_get(sb, "message"));
+		if (!type)
+			return cli_fail("watch: malformed event from the gateway"), -1;
+		if (strcmp(type, "SYNCED") != 0)
+			printf("%-9s %-24s %-13s %s\n", type, name ? name : "-",
+			       phase ? phase : "-", msg ? msg : "");
+	}
+	fflush(stdout);
+	return 0;
+}
+
+static int watch(struct cli *cli)
+{
+	os_error err = { 0 };
+	if (client_ensure(&cli->client, &err) < 0)
+		return cli_fail("%s", err.msg);
+	if (!cli->json)
+		printf("%-9s %-24s %-13s %s\n", "EVENT", "NAME", "PHASE", "MESSAGE");
+	if (client_stream_lines(&cli->client, "/v1/sandboxes?watch=1", print_event, cli, &err) < 0)
+		return cli_fail("%s", err.msg);
+	return CLI_OK;
+}
+
 int cmd_sandbox(struct cli *cli, int argc, char **argv)
 {
 	static const char *const ready[] = { "Ready", "Error", "Stopped", NULL };
@@ -294,6 +329,9 @@ int cmd_sandbox(struct cli *cli, int argc, char **argv)
 		cli_table(cli, json_object_get(out, "sandboxes"), list_cols, "sandboxes");
 		return CLI_OK;
 	}
+	if (!strcmp(sub, "list") && argc == 2 &&
+	    (!strcmp(argv[1], "--watch") || !strcmp(argv[1], "-w")))
+		return watch(cli);
 	if (!strcmp(sub, "logs"))
 		return logs(cli, argc - 1, argv + 1);
 	if (!strcmp(sub, "exec"))

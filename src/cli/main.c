@@ -12,7 +12,7 @@ static int usage(FILE *f)
 		"  sandbox create [--name N] [--policy F] [--provider P]... [--env K=V]...\n"
 		"                 [--label K=V]... [--runtime-class C] [--image I] [--detach]\n"
 		"                 [-- CMD...]\n"
-		"  sandbox list | get NAME | stop NAME | start NAME | delete NAME\n"
+		"  sandbox list [--watch] | get NAME | stop NAME | start NAME | delete NAME\n"
 		"  sandbox logs NAME [--follow]\n"
 		"  sandbox exec [--tty] NAME -- CMD [ARG...]   (exits with CMD's status)\n"
 		"  sandbox connect NAME                        (an interactive shell)\n"

@@ -205,6 +205,39 @@ static void act(struct gateway *gw, const struct api_request *req, json_t *row, 
 	resp->body = api_sandbox_view(row);
 }
 
+/* True when the query has KEY=1 or KEY=true. */
+static bool query_flag(const char *query, const char *key)
+{
+	char want[64];
+	for (const char *v = "1"; v; v = strcmp(v, "1") == 0 ? "true" : NULL) {
+		snprintf(want, sizeof want, "%s=%s", key, v);
+		for (const char *p = query; (p = strstr(p, want)) != NULL; p++) {
+			size_t n = strlen(want);
+			if ((p == query || p[-1] == '&') && (p[n] == '\0' || p[n] == '&'))
+				return true;
+		}
+	}
+	return false;
+}
+
+static void watch(const struct api_request *req, struct api_response *resp)
+{
+	const char *name = strstr(req->query, "name=");
+	if (name && name != req->query && name[-1] != '&')
+		name = NULL;
+	if (name) {
+		name += 5;
+		size_t n = strcspn(name, "&");
+		if (n >= sizeof(resp->stream_sandbox))
+			return api_error(resp, 400, "invalid_argument", "name: too long");
+		memcpy(resp->stream_sandbox, name, n);
+		resp->stream_sandbox[n] = '\0';
+	}
+	resp->status = 200;
+	resp->stream = true;
+	resp->watch = true;
+}
+
 static void logs(struct gateway *gw, const struct api_request *req, json_t *row,
 		 struct api_response *resp)
 {
@@ -220,7 +253,7 @@ static void logs(struct gateway *gw, const struct api_request *req, json_t *row,
 		     dir, id) >= (int)sizeof(resp->stream_path))
 		return api_error(resp, 500, "internal", "log path too long");
 	snprintf(resp->stream_sandbox, sizeof(resp->stream_sandbox), "%s", id);
-	resp->follow = strstr(req->query, "follow=1") || strstr(req->query, "follow=true");
+	resp->follow = query_flag(req->query, "follow");
 	resp->stream = true;
 	resp->status = 200;
 }
@@ -236,7 +269,9 @@ bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char *
 		_cleanup_json_ json_t *rows = NULL;
 		if (!strcmp(m, "POST"))
 			create(gw, req, resp);
-		else if (!strcmp(m, "GET")) {
+		else if (!strcmp(m, "GET") && query_flag(req->query, "watch")) {
+			watch(req, resp);
+		} else if (!strcmp(m, "GET")) {
 			if (store_sandbox_list(gw->store, &rows, &err) < 0)
 				return api_fail(resp, &err), true;
 			json_t *out = json_array();

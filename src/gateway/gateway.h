@@ -68,6 +68,7 @@ struct api_response {
 	/* sandbox exec (exec.c): the client's connection waits for the relay
 	 * (exec_park), or the relay's connection joins its client (exec_attach). */
 	bool exec_park, exec_attach;
+	bool watch; /* a sandbox watch stream (watch.c); stream_sandbox = name filter */
 	char exec_id[EXEC_ID_HEX + 1];
 	char exec_sandbox[64];
 };
@@ -138,6 +139,12 @@ void sessions_heartbeat(struct gateway *gw, const char *id);
 /* Pushes a stored revision to id's session; false when none is open. */
 bool sessions_push_policy(struct gateway *gw, const char *id, int64_t revision, const char *yaml);
 void sessions_free(struct gateway *gw);
+/* watch.c: appends NDJSON events for what changed since seen (id -> last
+ * resource_version, updated); name filters when non-empty; first adds SYNCED. */
+struct buf;
+int watch_poll(struct gateway *gw, json_t *seen, const char *name, bool first, struct buf *out,
+	       os_error *err);
+
 /* Sends one message (a JSON object) on id's session; false when none is open. */
 bool sessions_push(struct gateway *gw, const char *id, json_t *msg);
 

@@ -33,6 +33,7 @@
 #define STREAM_READ 65536
 #define DRAIN_MS 5000
 #define DRAIN_MAX (64u << 20)
+#define WATCH_FAILURES_MAX 25 /* ticks: 5 s */
 #define RELAY_HIGH (1u << 20) /* stop reading one side while the other owes this much */
 
 struct server {
@@ -55,6 +56,8 @@ struct conn {
 	bool parked; /* exec client waiting for its relay (exec.c) */
 	struct conn *peer; /* exec relay: the other end, or NULL */
 	bool relaying;
+	json_t *watch_seen; /* watch streams: id -> last resource_version sent */
+	unsigned watch_failures; /* consecutive ticks the store could not be read */
 	struct api_response resp;
 };
 
@@ -84,6 +87,7 @@ static void conn_close(struct conn *c)
 	buf_free(&c->in);
 	buf_free(&c->out);
 	json_decref(c->resp.body);
+	json_decref(c->watch_seen);
 	c->srv->nconns--;
 	free(c);
 }
@@ -253,11 +257,38 @@ void server_conn_fail(struct conn *c, int status, const char *code, const char *
 
 /* Pumps the log file into chunks; ends when the file is drained and (when
  * following) the sandbox no longer runs. */
+static void watch_tick(struct conn *c)
+{
+	os_error err = { 0 };
+	struct buf events;
+	bool first = !c->watch_seen;
+	buf_init(&events, OUT_CAP / 2);
+	if (first && !(c->watch_seen = json_object()))
+		return conn_close(c);
+	if (watch_poll(c->srv->gw, c->watch_seen, c->resp.stream_sandbox, first, &events, &err) <
+	    0) {
+		buf_free(&events);
+		/* A busy store is retried on the next tick; a lasting failure ends
+		 * the watch and the client re-lists, as after any watch ends. */
+		if (++c->watch_failures < WATCH_FAILURES_MAX)
+			return;
+		log_warn("watch ended: %s", err.msg);
+		return conn_close(c);
+	}
+	c->watch_failures = 0;
+	if (events.len)
+		http_write_chunk(&c->out, events.data, events.len, NULL);
+	buf_free(&events);
+	flush(c); /* may free c */
+}
+
 static void stream_tick(struct loop *l, struct loop_timer *t, void *data)
 {
 	struct conn *c = data;
 	if (c->out.len > OUT_CAP / 2)
 		return;
+	if (c->resp.watch)
+		return watch_tick(c);
 	bool running = c->resp.follow && lifecycle_running(c->srv->gw, c->resp.stream_sandbox);
 	_cleanup_free_ char *chunk = malloc(STREAM_READ);
 	ssize_t n = 0;
@@ -308,7 +339,8 @@ static void start_stream(struct conn *c)
 {
 	if (c->resp.session)
 		return start_session(c);
-	write_head(c, 200, "text/plain; charset=utf-8", 0, true);
+	write_head(c, 200, c->resp.watch ? "application/x-ndjson" : "text/plain; charset=utf-8", 0,
+		   true);
 	c->responded = true;
 	if (loop_timer_set(c->timer, 0, STREAM_TICK_MS, NULL) < 0) {
 		conn_close(c);
