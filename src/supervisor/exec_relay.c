@@ -168,7 +168,12 @@ __attribute__((noreturn)) static void relay_main(const struct sockaddr_storage *
 						 struct exec_pump_args *a, const char *error)
 {
 	os_error err = { 0 };
-	if (loop_sigmask_reset(&err) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+	/* Forked from the supervisor: shed its descriptors (proxy sockets, the
+	 * audit log, the session, the event loop) before anything else; only
+	 * the sandbox's pidfd goes on (stdio stays: the supervisor's log). */
+	int keep = a->join_pidfd;
+	if (fd_close_from(3, &keep, keep >= 0 ? 1 : 0, &err) < 0 || loop_sigmask_reset(&err) < 0 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(125);
 	struct buf rest;
 	buf_init(&rest, HEAD_MAX + EXECFRAME_MAX_PAYLOAD);

@@ -168,13 +168,15 @@ def test_connect_opens_an_interactive_shell(gw):
 
 
 def processes_with(arg):
+    """pids of `sleep ARG` processes (not the CLI that asked for them)."""
     found = []
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
                 with open(f"/proc/{d}/cmdline", "rb") as f:
-                    if arg.encode() in f.read().split(b"\0"):
-                        found.append(int(d))
+                    argv = f.read().split(b"\0")
+                if argv[0].endswith(b"sleep") and arg.encode() in argv:
+                    found.append(int(d))
             except OSError:
                 pass
     return found
@@ -237,3 +239,32 @@ def test_exec_needs_a_ready_sandbox_and_dies_with_it(gw):
     r = gw.cli("sandbox", "exec", "brief", "--", "/bin/true")
     assert r.returncode == 1 and "Stopped" in r.stderr, r
     gw.cli("sandbox", "delete", "brief", check=0)
+
+
+def test_a_running_exec_holds_none_of_the_supervisors_descriptors(gw):
+    """The relay is forked from the supervisor: it must shed the proxy's
+    sockets, the audit log, the session and the event loop, keeping only
+    its own connection to the gateway and the command's stdio."""
+    from gateway_util import supervisors_for
+    holder = subprocess.Popen([CLI, "sandbox", "exec", "box", "--", "/bin/sleep", "633.5"],
+                              env=gw.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: processes_with("633.5"), 15, what="the holding exec")
+        # The relay shares the supervisor's command line (a fork, no exec):
+        # it is the one whose parent is the other.
+        procs = supervisors_for(gw.sandbox("box")["id"])
+
+        def ppid(pid):
+            with open(f"/proc/{pid}/stat") as f:
+                return int(f.read().rsplit(")", 1)[1].split()[1])
+        relays = [p for p in procs if ppid(p) in procs]
+        assert len(procs) == 2 and len(relays) == 1, procs
+        fds = {n: os.readlink(f"/proc/{relays[0]}/fd/{n}")
+               for n in os.listdir(f"/proc/{relays[0]}/fd")}
+        sockets = [t for t in fds.values() if t.startswith("socket:")]
+        assert len(sockets) == 1, fds  # the gateway connection, nothing of the supervisor's
+        assert not any("audit" in t or "eventpoll" in t or "signalfd" in t
+                       for t in fds.values()), fds
+    finally:
+        holder.kill()
+        holder.wait()
