@@ -86,8 +86,10 @@ def test_watch_lists_then_streams_every_change(gw):
         assert first["sandbox"]["phase"] == "Ready" and "token" not in json.dumps(first)
         assert w.next() == {"type": "SYNCED"}
         gw.cli("sandbox", "create", "--name", "new", "--detach", "--", "sleep", "600", check=0)
-        evs = w.until(lambda e: e["type"] != "ADDED" and e.get("sandbox", {}).get("phase")
-                      == "Ready" and e["sandbox"]["name"] == "new")
+        # Level-triggered: the ADDED event may already carry Ready when the
+        # sandbox got there between two polls.
+        evs = w.until(lambda e: e.get("sandbox", {}).get("phase") == "Ready" and
+                      e["sandbox"]["name"] == "new")
         assert evs[0]["type"] == "ADDED" and evs[0]["sandbox"]["name"] == "new", evs
         # resource_version only ever grows along the stream.
         rvs = [e["sandbox"]["resource_version"] for e in evs]

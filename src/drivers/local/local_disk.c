@@ -72,6 +72,23 @@ int local_dirs_remove(const char *state_dir, const char *id, os_error *err)
 	return 0;
 }
 
+int local_run_dir(const char *id, char *out, os_error *err)
+{
+	/* The id was validated ([a-z0-9-], no "." or "/"): it names one entry
+	 * of LOCAL_RUN_DIR, never the shared subnets.lock beside it. */
+	return str_format(out, LOCAL_PATH_MAX, err, "%s/%s", LOCAL_RUN_DIR, id);
+}
+
+int local_run_dir_remove(const char *id, os_error *err)
+{
+	char p[LOCAL_PATH_MAX];
+	if (local_run_dir(id, p, err) < 0)
+		return -1;
+	if (nftw(p, rm_one, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT)
+		return os_error_errno(err, "removing %s", p);
+	return 0;
+}
+
 int local_file_put(const char *state_dir, const char *id, const char *name, const char *text,
 		   os_error *err)
 {
@@ -192,4 +209,5 @@ void local_probe_caps(const char *supervisor, struct local_caps *caps)
 	caps->workdir = knows_flag(supervisor, "--workdir");
 	caps->env = knows_flag(supervisor, "--env");
 	caps->gateway = knows_flag(supervisor, "--gateway");
+	caps->run_dir = knows_flag(supervisor, "--run-dir");
 }

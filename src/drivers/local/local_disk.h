@@ -11,6 +11,11 @@
 #include "error.h"
 
 #define LOCAL_PATH_MAX 4096
+/* Where the driver tells each supervisor to put its sandbox's run dir (the
+ * CA certificates for the agent): LOCAL_RUN_DIR/ID, the supervisor's own
+ * default too. A supervisor removes it when it exits; one killed with
+ * SIGKILL cannot, so the driver does (local_run_dir_remove). */
+#define LOCAL_RUN_DIR "/run/openshell"
 
 /* STATE/sandboxes/ID[/name] into out. */
 int local_path(const char *state_dir, const char *id, const char *name, char *out, os_error *err);
@@ -18,6 +23,10 @@ int local_path(const char *state_dir, const char *id, const char *name, char *ou
 int local_dirs_create(const char *state_dir, const char *id, os_error *err);
 /* rm -rf of STATE/sandboxes/ID; absent is fine. */
 int local_dirs_remove(const char *state_dir, const char *id, os_error *err);
+/* LOCAL_RUN_DIR/ID into out. */
+int local_run_dir(const char *id, char *out, os_error *err);
+/* rm -rf of LOCAL_RUN_DIR/ID; absent is fine. Only once the supervisor is gone. */
+int local_run_dir_remove(const char *id, os_error *err);
 /* Writes text to STATE/sandboxes/ID/name with mode 0600 (atomically). */
 int local_file_put(const char *state_dir, const char *id, const char *name, const char *text,
 		   os_error *err);
@@ -33,7 +42,7 @@ int64_t local_audit_policy(const char *audit_path, json_t **last);
 
 /* Flags the supervisor's usage text advertises ("--policy", ...). */
 struct local_caps {
-	bool policy, credentials, inference, workdir, env, gateway;
+	bool policy, credentials, inference, workdir, env, gateway, run_dir;
 };
 void local_probe_caps(const char *supervisor, struct local_caps *caps);
 

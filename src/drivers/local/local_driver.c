@@ -123,6 +123,12 @@ static int base_args(struct local_driver *ld, const char *id, const char **argv,
 	    local_path(ld->state_dir, id, "audit.log", bufs[0], err) < 0 ||
 	    add_arg(argv, n, "--audit-log", err) < 0 || add_arg(argv, n, bufs[0], err) < 0)
 		return -1;
+	/* Named here, not left to the supervisor's default: the driver removes
+	 * this directory after a supervisor that could not (SIGKILL). */
+	if (ld->caps.run_dir &&
+	    (local_run_dir(id, bufs[9], err) < 0 || add_arg(argv, n, "--run-dir", err) < 0 ||
+	     add_arg(argv, n, bufs[9], err) < 0))
+		return -1;
 	if (ld->launcher &&
 	    (add_arg(argv, n, "--launcher", err) < 0 || add_arg(argv, n, ld->launcher, err) < 0))
 		return -1;
@@ -177,7 +183,7 @@ static int spawn(struct local_driver *ld, json_t *record, os_error *err)
 	const char *id = rec_id(record);
 	const json_t *spec = json_object_get(record, "spec");
 	const char *argv[ARGS_MAX] = { NULL };
-	char bufs[9][LOCAL_PATH_MAX], port[16];
+	char bufs[10][LOCAL_PATH_MAX], port[16];
 	size_t n = 0, i;
 	json_t *a;
 	_cleanup_json_ json_t *strs = json_array();
@@ -213,11 +219,19 @@ static bool is_alive(struct local_driver *ld, const char *id)
 	return read_pid(ld, id, &pid) == 0 && local_proc_alive(&pid);
 }
 
+/* No supervisor, not even an exited one whose monitor is still writing its
+ * exit status: only then may the sandbox's directories be reused or removed. */
+static bool is_gone(struct local_driver *ld, const char *id)
+{
+	struct local_pid pid;
+	return read_pid(ld, id, &pid) < 0 || local_proc_gone(&pid);
+}
+
 static int local_create(struct driver *d, json_t *record, os_error *err)
 {
 	struct local_driver *ld = LD(d);
 	const char *id = rec_id(record);
-	if (is_alive(ld, id))
+	if (!is_gone(ld, id))
 		return os_error_set(err, EEXIST, "sandbox %s already has a running supervisor", id);
 	if (local_dirs_create(ld->state_dir, id, err) < 0 || spawn(ld, record, err) < 0) {
 		set_phase(record, "Failed", err->msg);
@@ -264,13 +278,15 @@ static int local_delete(struct driver *d, json_t *record, os_error *err)
 {
 	struct local_driver *ld = LD(d);
 	const char *id = rec_id(record);
-	if (is_alive(ld, id)) {
-		if (local_stop(d, record, err) < 0)
+	if (!is_gone(ld, id)) {
+		if (is_alive(ld, id) && local_stop(d, record, err) < 0)
 			return -1;
 		return os_error_set(err, EAGAIN, "sandbox %s: waiting for the supervisor to exit",
 				    id);
 	}
-	if (local_dirs_remove(ld->state_dir, id, err) < 0)
+	/* A supervisor removes its run dir when it exits; one killed with
+	 * SIGKILL left it behind. */
+	if (local_run_dir_remove(id, err) < 0 || local_dirs_remove(ld->state_dir, id, err) < 0)
 		return -1;
 	set_phase(record, "Deleted", "");
 	return 0;
@@ -322,11 +338,20 @@ static int local_status(struct driver *d, json_t *record, json_t **out, os_error
 	} else {
 		bool running = local_log_running(log, id, pid.log_mark, &last);
 		json_object_set_new(st, "pid", json_integer(pid.pid));
-		if (local_proc_alive(&pid))
+		if (local_proc_alive(&pid)) {
 			set_phase(st, running ? "Running" : "Provisioning",
 				  running ? "" : "supervisor setting up the boundary");
-		else
+		} else if (!local_proc_gone(&pid)) {
+			/* Exited a moment ago; its exit status is not on disk yet. A
+			 * phase the gateway waits on, so it never records "lost". */
+			set_phase(st, "Stopping",
+				  "the supervisor exited: recording its exit status");
+		} else {
 			dead_phase(ld, id, dir, st, last, running);
+			/* Left behind only by a killed supervisor; best effort here,
+			 * delete retries and reports a failure. */
+			local_run_dir_remove(id, NULL);
+		}
 	}
 	json_t *plast = NULL;
 	json_object_set_new(st, "policy_events", json_integer(local_audit_policy(audit, &plast)));
@@ -350,16 +375,16 @@ static bool known(json_t *const *records, size_t n, const char *id)
 static void remove_orphan(struct local_driver *ld, const char *id, json_t *report)
 {
 	struct local_pid pid;
-	if (read_pid(ld, id, &pid) == 0 && local_proc_alive(&pid)) {
+	if (read_pid(ld, id, &pid) == 0 && !local_proc_gone(&pid)) {
 		local_proc_signal(&pid, SIGTERM, NULL);
-		for (int i = 0; i < 40 && local_proc_alive(&pid); i++)
+		for (int i = 0; i < 40 && !local_proc_gone(&pid); i++)
 			nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
 		local_proc_signal(&pid, SIGKILL, NULL);
-		for (int i = 0; i < 40 && local_proc_alive(&pid); i++)
+		for (int i = 0; i < 40 && !local_proc_gone(&pid); i++)
 			nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
 	}
 	os_error err = { 0 };
-	if (local_dirs_remove(ld->state_dir, id, &err) < 0)
+	if (local_run_dir_remove(id, &err) < 0 || local_dirs_remove(ld->state_dir, id, &err) < 0)
 		json_array_append_new(report, json_pack("{s:s, s:s}", "id", id, "error", err.msg));
 	else
 		json_array_append_new(report, json_pack("{s:s, s:s}", "id", id, "action",

@@ -7,7 +7,12 @@
  * supervisor takes (policy.yaml, credentials.json, inference.json, token,
  * gateway.url).
  * The disk is the truth about processes: a gateway that restarts re-adopts
- * whatever supervisor.pid still names (pid + start time).
+ * whatever supervisor.pid still names (pid + start time). A supervisor that
+ * has exited but whose monitor has not yet written "exit" reports phase
+ * "Stopping"; only once it is gone are its directories removed or reused.
+ * Each supervisor's --run-dir is /run/openshell/ID (LOCAL_RUN_DIR); the
+ * driver removes it once the supervisor is gone (one killed with SIGKILL
+ * could not), on delete and when status finds it dead.
  *
  * Supervisor session: when the supervisor takes --gateway, it is started
  * with --gateway URL (the file gateway.url) --token-file STATE/.../token and

@@ -20,21 +20,23 @@
 #include "loop.h"
 #include "parse.h"
 
-uint64_t local_proc_start_time(pid_t pid)
+/* Fields 3 (state) and 22 (start time) of /proc/PID/stat; -1 when the pid is gone. */
+static int proc_stat(pid_t pid, char *state, uint64_t *start)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return -1;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return -1;
 	buf[n] = '\0';
 	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
+	if (!p || p[1] != ' ' || !p[2])
+		return -1;
+	*state = p[2];
 	/* Fields after the comm: state is 3, start time is 22. */
 	int field = 2;
 	for (p++; *p && field < 22; p++)
@@ -43,12 +45,19 @@ uint64_t local_proc_start_time(pid_t pid)
 	char *end = p;
 	while (*end >= '0' && *end <= '9')
 		end++;
+	if (field != 22 || parse_u64(p, (size_t)(end - p), 1, UINT64_MAX, start, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+uint64_t local_proc_start_time(pid_t pid)
+{
+	char state = 0;
 	uint64_t v = 0;
-	if (field != 22 || parse_u64(p, (size_t)(end - p), 1, UINT64_MAX, &v, NULL) < 0)
+	if (proc_stat(pid, &state, &v) < 0)
 		return 0;
 	/* A zombie has exited: it is not running any more. */
-	char *state = strrchr(buf, ')') + 2;
-	return *state == 'Z' ? 0 : v;
+	return state == 'Z' ? 0 : v;
 }
 
 static int write_small(const char *dir, const char *name, const char *text, os_error *err)
@@ -89,12 +98,19 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 		kill(sup, SIGKILL); /* unrecorded, it would be an orphan nobody can stop */
 	(void)!write(report_fd, line, strlen(line));
 	close(report_fd);
-	int ws = 0;
-	while (waitpid(sup, &ws, 0) < 0 && errno == EINTR)
+	/* WNOWAIT: the supervisor stays a zombie until "exit" is written, so
+	 * whoever sees its pid gone (local_proc_gone) knows this monitor has
+	 * nothing left to write in dir: a delete that removed dir as soon as the
+	 * supervisor stopped running raced with this write (ENOTEMPTY), and a
+	 * status read in that window reported a lost supervisor. */
+	siginfo_t si = { 0 };
+	while (waitid(P_PID, (id_t)sup, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 		;
-	int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	int code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
 	snprintf(line, sizeof(line), "%d\n", code);
 	write_small(dir, "exit", line, NULL);
+	while (waitpid(sup, NULL, 0) < 0 && errno == EINTR)
+		;
 	_exit(0);
 }
 
@@ -192,6 +208,14 @@ int local_proc_read_pid(const char *dir, struct local_pid *out, os_error *err)
 bool local_proc_alive(const struct local_pid *p)
 {
 	return p->pid > 1 && p->start_time != 0 && local_proc_start_time(p->pid) == p->start_time;
+}
+
+bool local_proc_gone(const struct local_pid *p)
+{
+	char state = 0;
+	uint64_t start = 0;
+	return p->pid <= 1 || p->start_time == 0 || proc_stat(p->pid, &state, &start) < 0 ||
+	       start != p->start_time;
 }
 
 int local_proc_signal(const struct local_pid *p, int sig, os_error *err)

@@ -29,6 +29,10 @@ int local_proc_spawn(const char *dir, const char *log_path, char *const argv[],
 int local_proc_read_pid(const char *dir, struct local_pid *out, os_error *err);
 /* True when pid still runs and started at start_time. */
 bool local_proc_alive(const struct local_pid *p);
+/* True when that process is gone for good, zombie included: its monitor has
+ * written "exit" (or died) and will touch the sandbox directory no more.
+ * Between !alive and gone the supervisor has exited and is being recorded. */
+bool local_proc_gone(const struct local_pid *p);
 /* Signals the recorded process if it is still the same one. */
 int local_proc_signal(const struct local_pid *p, int sig, os_error *err);
 /* Reads DIR/exit: 1 and *code when present, 0 when absent. */
