@@ -11,30 +11,14 @@ import time
 import pytest
 
 from boundary_util import BOUNDARY_POLICY
-from test_supervisor_limits import (FALLBACK, cgroup_layout, sandbox_cgroup_dirs, started,
-                                    supervise, supervisor_argv)
+from test_supervisor_limits import (FALLBACK, cgroup_layout, fork_script, sandbox_cgroup_dirs,
+                                    started, supervise, supervisor_argv)
 
 LAYOUT = cgroup_layout()
 pytestmark = pytest.mark.skipif(not ("pids" in LAYOUT and "memory" in LAYOUT),
                                 reason="no pids and memory cgroup controllers mounted")
 
-# 50 sleeps; every failed fork's errno is reported.
-FORK50 = ("python3 -c '\n"
-          "import errno, os, time\n"
-          "n, failed = 0, []\n"
-          "for _ in range(50):\n"
-          "    try:\n"
-          "        pid = os.fork()\n"
-          "    except OSError as e:\n"
-          "        failed.append(errno.errorcode[e.errno])\n"
-          "        continue\n"
-          "    if pid == 0:\n"
-          "        time.sleep(3)\n"
-          "        os._exit(0)\n"
-          "    n += 1\n"
-          "print(\"started=%d\" % n)\n"
-          "print(\"failed=\" + \",\".join(sorted(set(failed))) + \" count=%d\" % len(failed))\n"
-          "'")
+FORK50 = fork_script(50)
 ALLOC200 = ("python3 -c 'b = bytearray(200 * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096]);"
             " print(\"allocated\")'; echo alloc_rc=$?")
 

@@ -13,20 +13,28 @@ import tempfile
 from boundary_util import BOUNDARY_POLICY, LAUNCHER, SUPERVISOR
 from sanitizer_util import skip_if_sanitized
 
-FORK = ("python3 -c '\n"
-        "import os, time\n"
-        "n = 0\n"
-        "for _ in range(60):\n"
-        "    try:\n"
-        "        pid = os.fork()\n"
-        "    except OSError:\n"
-        "        continue\n"
-        "    if pid == 0:\n"
-        "        time.sleep(3)\n"
-        "        os._exit(0)\n"
-        "    n += 1\n"
-        "print(\"started=%d\" % n)\n"
-        "'")
+def fork_script(n):
+    """An agent that forks n sleepers, reporting how many started and the
+    errno of every fork that failed."""
+    return ("python3 -c '\n"
+            "import errno, os, time\n"
+            "n, failed = 0, []\n"
+            f"for _ in range({n}):\n"
+            "    try:\n"
+            "        pid = os.fork()\n"
+            "    except OSError as e:\n"
+            "        failed.append(errno.errorcode[e.errno])\n"
+            "        continue\n"
+            "    if pid == 0:\n"
+            "        time.sleep(3)\n"
+            "        os._exit(0)\n"
+            "    n += 1\n"
+            "print(\"started=%d\" % n)\n"
+            "print(\"failed=\" + \",\".join(sorted(set(failed))) + \" count=%d\" % len(failed))\n"
+            "'")
+
+
+FORK = fork_script(60)
 ALLOC = "python3 -c 'b = bytearray(300 * 1024 * 1024); print(\"allocated\")'"
 FALLBACK = "falling back to rlimits"
 
