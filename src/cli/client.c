@@ -61,11 +61,15 @@ int client_init(struct client *c, const char *gateway, os_error *err)
 		return -1;
 	if (gateway && *gateway) {
 		c->explicit_gateway = true;
-		if (!str_has_prefix(gateway, "http://") && !str_has_prefix(gateway, "unix:"))
-			return os_error_set(
-				err, EINVAL,
-				"gateway \"%s\": expected http://HOST:PORT or unix:/PATH", gateway);
-		if (str_copy(c->url, sizeof(c->url), gateway, err) < 0)
+		bool tls = str_has_prefix(gateway, "https://");
+		if (!tls && !str_has_prefix(gateway, "http://") &&
+		    !str_has_prefix(gateway, "unix:"))
+			return os_error_set(err, EINVAL,
+					    "gateway \"%s\": expected http://HOST:PORT, "
+					    "https://HOST:PORT or unix:/PATH",
+					    gateway);
+		if (str_copy(c->url, sizeof(c->url), gateway, err) < 0 ||
+		    (tls && tls_settings_from_env(&c->tls, err) < 0))
 			return -1;
 	} else {
 		const char *us = getenv("OPENSHELL_GATEWAY_UNIX_SOCKET");
@@ -111,11 +115,25 @@ static size_t on_data(char *p, size_t size, size_t n, void *data)
 	return buf_append(&s->b, p, len, NULL) < 0 ? 0 : len;
 }
 
+/* https://: the same settings cmd_exec.c's OpenSSL stream uses. */
+static void set_tls(CURL *h, const struct tls_settings *t, char *errbuf)
+{
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	if (t->ca)
+		curl_easy_setopt(h, CURLOPT_CAINFO, t->ca);
+	if (t->cert) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, t->cert);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, t->key);
+	}
+}
+
 static int perform(struct client *c, const char *method, const char *path, const char *body,
 		   struct sink *sink, long *status, os_error *err)
 {
 	CURL *h = curl_easy_init();
-	char url[PATH_MAX + 2200], auth[300];
+	char url[PATH_MAX + 2200], auth[300], errbuf[CURL_ERROR_SIZE] = "";
+	bool tls = str_has_prefix(c->url, "https://");
 	struct curl_slist *hdr = NULL;
 	if (!h)
 		return os_error_set(err, ENOMEM, "curl");
@@ -127,6 +145,8 @@ static int perform(struct client *c, const char *method, const char *path, const
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	if (tls)
+		set_tls(h, &c->tls, errbuf);
 	if (c->token[0]) {
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", c->token);
 		hdr = curl_slist_append(hdr, auth);
@@ -148,6 +168,8 @@ static int perform(struct client *c, const char *method, const char *path, const
 				    "no gateway answers at %s: start one with `openshell gateway "
 				    "start` (or check OPENSHELL_GATEWAY)",
 				    c->url);
+	if (rc != CURLE_OK && tls)
+		return tls_error(err, &c->tls, c->url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
 	if (rc != CURLE_OK)
 		return os_error_set(err, EIO, "talking to the gateway at %s: %s", c->url,
 				    curl_easy_strerror(rc));
@@ -195,11 +217,23 @@ int client_stream_lines(struct client *c, const char *path, client_line_fn line,
 	return 0;
 }
 
-static bool healthy(struct client *c)
+/* 0 when /v1/health answers 200; else err says what answered instead. */
+static int health(struct client *c, os_error *err)
 {
 	_cleanup_json_ json_t *out = NULL;
 	long status = 0;
-	return client_call(c, "GET", "/v1/health", NULL, &status, &out, NULL) == 0 && status == 200;
+	if (client_call(c, "GET", "/v1/health", NULL, &status, &out, err) < 0)
+		return -1;
+	if (status == 200)
+		return 0;
+	const char *msg = json_string_value(json_object_get(out, "message"));
+	return os_error_set(err, EPROTO, "the gateway at %s answered %ld%s%s", c->url, status,
+			    msg ? ": " : "", msg ? msg : "");
+}
+
+static bool healthy(struct client *c)
+{
+	return health(c, NULL) == 0;
 }
 
 int client_start_gateway(struct client *c, os_error *err)
@@ -240,8 +274,12 @@ int client_start_gateway(struct client *c, os_error *err)
 
 int client_ensure(struct client *c, os_error *err)
 {
-	if (healthy(c))
+	os_error why = { 0 };
+	if (health(c, &why) == 0)
 		return 0;
+	/* Something answered but not well (TLS, a wrong port): say what. */
+	if (c->explicit_gateway && why.code != ECONNREFUSED)
+		return os_error_set(err, why.code, "%s", why.msg);
 	if (c->explicit_gateway)
 		return os_error_set(err, ECONNREFUSED,
 				    "no gateway answers at %s (set by OPENSHELL_GATEWAY/--gateway)",

@@ -1,6 +1,6 @@
 /* client.h - the CLI's connection to the gateway: where it is (explicit
  * OPENSHELL_GATEWAY / --gateway, else the local state dir's Unix socket),
- * the bearer token, JSON calls and log streams over libcurl, and starting a
+ * TLS settings for https:// (tls_client.h), the bearer token, JSON calls and log streams over libcurl, and starting a
  * local gateway when none is configured and none runs. Never prints a token. */
 #ifndef OS_CLI_CLIENT_H
 #define OS_CLI_CLIENT_H
@@ -10,9 +10,11 @@
 #include <stdbool.h>
 
 #include "error.h"
+#include "tls_client.h"
 
 struct client {
-	char url[PATH_MAX + 32]; /* "http://host:port" or "unix:/path" */
+	char url[PATH_MAX + 32]; /* "http[s]://host:port" or "unix:/path" */
+	struct tls_settings tls; /* for https:// (OPENSHELL_TLS_*) */
 	char state_dir[PATH_MAX];
 	char token[256];
 	bool explicit_gateway;

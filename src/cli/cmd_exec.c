@@ -1,6 +1,6 @@
 /* cmd_exec.c - `openshell sandbox exec [--tty] NAME -- CMD...` and
  * `openshell sandbox connect NAME`: one upgraded connection to the gateway
- * (docs/exec.md) carrying stdin, stdout, stderr, terminal size and the exit
+ * (docs/exec.md; TLS for https:// through tls_client.h) carrying stdin, stdout, stderr, terminal size and the exit
  * status as frames. The CLI exits with the command's status; 125 when the
  * command could not be started, 1 when the connection was lost. */
 #include <errno.h>
@@ -34,7 +34,8 @@ static void on_winch(int sig)
 	winch = 1;
 }
 
-static int dial(const struct client *c, os_error *err)
+/* Connects to the gateway; *host gets the name TLS must verify. */
+static int dial(const struct client *c, char *host, size_t host_cap, os_error *err)
 {
 	if (str_has_prefix(c->url, "unix:")) {
 		struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -49,11 +50,12 @@ static int dial(const struct client *c, os_error *err)
 		}
 		return fd;
 	}
-	char host[256], port[16];
-	const char *hp = c->url + strlen("http://");
+	char port[16];
+	const char *hp = strstr(c->url, "://") + 3; /* client_init allows only http[s]:// here */
 	const char *colon = strrchr(hp, ':');
-	if (!colon || (size_t)(colon - hp) >= sizeof host || strlen(colon + 1) >= sizeof port)
-		return os_error_set(err, EINVAL, "gateway %s: expected http://HOST:PORT", c->url);
+	if (!colon || (size_t)(colon - hp) >= host_cap || strlen(colon + 1) >= sizeof port)
+		return os_error_set(err, EINVAL, "gateway %s: expected http[s]://HOST:PORT",
+				    c->url);
 	memcpy(host, hp, (size_t)(colon - hp));
 	host[colon - hp] = '\0';
 	snprintf(port, sizeof port, "%s", colon + 1);
@@ -75,26 +77,31 @@ static int dial(const struct client *c, os_error *err)
 
 /* Sends the request; returns 0 on 101 (rest holds early frames), or prints
  * the gateway's JSON error and returns the CLI's exit code. */
-static int upgrade(int fd, const struct client *c, const char *name, const char *body,
+static int upgrade(struct tls_stream *s, const struct client *c, const char *name, const char *body,
 		   struct buf *rest)
 {
 	char head[1024];
+	os_error err = { 0 };
 	int n = snprintf(head, sizeof head,
 			 "POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: openshell\r\n"
 			 "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
 			 "Content-Length: %zu\r\nUpgrade: " EXECFRAME_UPGRADE
 			 "\r\nConnection: Upgrade\r\n\r\n",
 			 name, c->token, strlen(body));
-	if (n < 0 || (size_t)n >= sizeof head || fd_write_all(fd, head, (size_t)n, NULL) < 0 ||
-	    fd_write_all(fd, body, strlen(body), NULL) < 0)
-		return cli_fail("exec: sending the request to the gateway failed");
-	char chunk[4096];
+	if (n < 0 || (size_t)n >= sizeof head ||
+	    tls_stream_write_all(s, head, (size_t)n, &err) < 0 ||
+	    tls_stream_write_all(s, body, strlen(body), &err) < 0)
+		return cli_fail("exec: sending the request to the gateway failed%s%s",
+				err.msg[0] ? ": " : "", err.msg);
+	char chunk[16384]; /* a whole TLS record, so none stays pending */
 	const char *end = NULL;
 	while (!end) {
-		ssize_t r = read(fd, chunk, sizeof chunk);
-		if (r < 0 && errno == EINTR)
+		ssize_t r = tls_stream_read(s, chunk, sizeof chunk, &err);
+		if (r < 0 && (err.code == EINTR || err.code == EAGAIN))
 			continue;
-		if (r <= 0 || buf_append(rest, chunk, (size_t)r, NULL) < 0)
+		if (r < 0) /* a TLS alert (no or a refused client certificate) lands here */
+			return cli_fail("exec: %s", err.msg);
+		if (r == 0 || buf_append(rest, chunk, (size_t)r, NULL) < 0)
 			break;
 		end = memmem(rest->data, rest->len, "\r\n\r\n", 4);
 	}
@@ -106,7 +113,9 @@ static int upgrade(int fd, const struct client *c, const char *name, const char 
 	}
 	/* An error answer: its JSON body says what went wrong. */
 	while (1) {
-		ssize_t r = read(fd, chunk, sizeof chunk);
+		ssize_t r = tls_stream_read(s, chunk, sizeof chunk, &err);
+		if (r < 0 && (err.code == EINTR || err.code == EAGAIN))
+			continue;
 		if (r <= 0 || buf_append(rest, chunk, (size_t)r, NULL) < 0)
 			break;
 	}
@@ -147,12 +156,13 @@ static void win_size(uint16_t *rows, uint16_t *cols)
 	*cols = ws.ws_col;
 }
 
-static int send_frame(int fd, uint8_t type, const void *p, size_t n)
+static int send_frame(struct tls_stream *s, uint8_t type, const void *p, size_t n)
 {
 	struct buf b;
 	buf_init(&b, EXECFRAME_MAX_PAYLOAD + EXECFRAME_HEAD);
-	int rc = execframe_put(&b, type, p, n, NULL) < 0 ? -1
-							 : fd_write_all(fd, b.data, b.len, NULL);
+	int rc = execframe_put(&b, type, p, n, NULL) < 0
+			 ? -1
+			 : tls_stream_write_all(s, b.data, b.len, NULL);
 	buf_free(&b);
 	return rc;
 }
@@ -188,8 +198,9 @@ static int take_frames(struct buf *in)
 	return -1;
 }
 
-static int pump(int fd, struct buf *in, bool tty)
+static int pump(struct tls_stream *s, struct buf *in, bool tty)
 {
+	os_error err = { 0 };
 	bool stdin_open = true;
 	char chunk[65536];
 	for (;;) {
@@ -203,13 +214,14 @@ static int pump(int fd, struct buf *in, bool tty)
 			struct buf b;
 			buf_init(&b, 64);
 			execframe_put_resize(&b, r, c, NULL);
-			fd_write_all(fd, b.data, b.len, NULL);
+			tls_stream_write_all(s, b.data, b.len, NULL);
 			buf_free(&b);
 		}
-		struct pollfd pf[2] = { { .fd = fd, .events = POLLIN },
+		struct pollfd pf[2] = { { .fd = s->fd, .events = POLLIN },
 					{ .fd = stdin_open ? STDIN_FILENO : -1,
 					  .events = POLLIN } };
-		if (poll(pf, 2, -1) < 0) {
+		bool pending = tls_stream_pending(s); /* decrypted already: poll cannot see it */
+		if (poll(pf, 2, pending ? 0 : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return cli_fail("exec: poll: %s", strerror(errno));
@@ -218,20 +230,21 @@ static int pump(int fd, struct buf *in, bool tty)
 			ssize_t r = read(STDIN_FILENO, chunk, sizeof chunk);
 			if (r < 0 && errno == EINTR)
 				continue;
-			if (r > 0 && send_frame(fd, EXECFRAME_STDIN, chunk, (size_t)r) < 0)
+			if (r > 0 && send_frame(s, EXECFRAME_STDIN, chunk, (size_t)r) < 0)
 				return cli_fail("exec: the connection to the sandbox was lost");
 			if (r <= 0) {
 				stdin_open = false;
-				send_frame(fd, EXECFRAME_STDIN_EOF, NULL, 0);
+				send_frame(s, EXECFRAME_STDIN_EOF, NULL, 0);
 			}
 		}
-		if (pf[0].revents) {
-			ssize_t r = read(fd, chunk, sizeof chunk);
-			if (r < 0 && errno == EINTR)
+		if (pf[0].revents || pending) {
+			ssize_t r = tls_stream_read(s, chunk, sizeof chunk, &err);
+			if (r < 0 && (err.code == EINTR || err.code == EAGAIN))
 				continue;
 			if (r <= 0)
 				return cli_fail("exec: the connection to the sandbox was lost "
-						"before the command's exit status arrived");
+						"before the command's exit status arrived%s%s",
+						r < 0 ? ": " : "", r < 0 ? err.msg : "");
 			if (buf_append(in, chunk, (size_t)r, NULL) < 0)
 				return cli_fail("exec: frame over the size limit");
 		}
@@ -254,13 +267,19 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 	_cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	if (!text)
 		return cli_fail("exec: out of memory");
-	_cleanup_close_ int fd = dial(&cli->client, &err);
+	char host[256] = "";
+	_cleanup_close_ int fd = dial(&cli->client, host, sizeof host, &err);
 	if (fd < 0)
 		return cli_fail("%s", err.msg);
+	struct tls_stream s = { .fd = fd };
+	if (str_has_prefix(cli->client.url, "https://") &&
+	    tls_stream_start(&s, fd, &cli->client.tls, host, &err) < 0)
+		return cli_fail("exec: %s", err.msg);
 	struct buf in;
 	buf_init(&in, EXECFRAME_MAX_PAYLOAD + HEAD_MAX);
-	int rc = upgrade(fd, &cli->client, seg, text, &in);
+	int rc = upgrade(&s, &cli->client, seg, text, &in);
 	if (rc != 0) {
+		tls_stream_end(&s);
 		buf_free(&in);
 		return rc;
 	}
@@ -270,7 +289,8 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 		term_raw(&t);
 	}
 	signal(SIGPIPE, SIG_IGN);
-	rc = pump(fd, &in, tty);
+	rc = pump(&s, &in, tty);
+	tls_stream_end(&s);
 	term_restore(&t);
 	buf_free(&in);
 	return rc;

@@ -25,9 +25,10 @@ static int usage(FILE *f)
 		"[--api-key-env VAR]\n"
 		"  inference get | delete\n"
 		"  gateway start | stop | status\n"
-		"Environment: OPENSHELL_GATEWAY (http://HOST:PORT or unix:/PATH), "
+		"Environment: OPENSHELL_GATEWAY (http[s]://HOST:PORT or unix:/PATH), "
 		"OPENSHELL_TOKEN,\n"
-		"OPENSHELL_GATEWAY_STATE_DIR (local gateway, auto-started when none runs).\n");
+		"OPENSHELL_GATEWAY_STATE_DIR (local gateway, auto-started when none runs),\n"
+		"OPENSHELL_TLS_CA, OPENSHELL_TLS_CERT, OPENSHELL_TLS_KEY (https://, mTLS).\n");
 	return f == stdout ? CLI_OK : CLI_USAGE;
 }
 

@@ -113,6 +113,9 @@ int lifecycle_act(struct gateway *gw, json_t *row, const char *action, os_error 
 struct gateway_listen {
 	const char *tcp; /* "127.0.0.1:17670" or NULL */
 	const char *unix_path; /* or NULL */
+	/* TLS on tcp when cert and key are set (tls.h); the Unix socket stays
+	 * plain. A client CA makes client certificates required (mTLS). */
+	const char *tls_cert, *tls_key, *tls_client_ca;
 };
 int server_start(struct gateway *gw, const struct gateway_listen *ls, os_error *err);
 void server_free(struct server *s);

@@ -29,6 +29,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: openshell-gateway [--config FILE] [--listen ADDR:PORT|none]\n"
 		   "         [--unix-socket PATH] [--state-dir DIR] [--log-level LEVEL]\n"
+		   "         [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
 		   "         [--set SECTION.KEY=VALUE]...\n"
 		   "Every key is also read from OPENSHELL_<SECTION>_<KEY> (see docs).\n");
 }
@@ -38,7 +39,10 @@ static int parse_args(int argc, char **argv, struct config *cfg, os_error *err)
 	static const char *const map[][2] = { { "--listen", "gateway.listen_address" },
 					      { "--unix-socket", "gateway.unix_socket" },
 					      { "--state-dir", "gateway.state_dir" },
-					      { "--log-level", "gateway.log_level" } };
+					      { "--log-level", "gateway.log_level" },
+					      { "--tls-cert", "gateway.tls_cert_file" },
+					      { "--tls-key", "gateway.tls_key_file" },
+					      { "--tls-client-ca", "gateway.tls_client_ca_file" } };
 	const char *file = NULL;
 	for (int i = 1; i < argc; i += 2) {
 		if (i + 1 >= argc)
@@ -156,7 +160,13 @@ static int serve(struct gateway *gw, const struct config *cfg, os_error *err)
 	if (tcp && (!strcmp(tcp, "none") || !*tcp))
 		tcp = NULL;
 	snprintf(gw->url, sizeof(gw->url), "unix:%s", us);
-	struct gateway_listen ls = { .tcp = tcp, .unix_path = us };
+	struct gateway_listen ls = {
+		.tcp = tcp,
+		.unix_path = us,
+		.tls_cert = config_get_string(cfg, "gateway", "tls_cert_file"),
+		.tls_key = config_get_string(cfg, "gateway", "tls_key_file"),
+		.tls_client_ca = config_get_string(cfg, "gateway", "tls_client_ca_file"),
+	};
 	if (loop_new(&gw->loop, err) < 0 ||
 	    loop_signal_add(gw->loop, SIGTERM, on_signal, gw, NULL, err) < 0 ||
 	    loop_signal_add(gw->loop, SIGINT, on_signal, gw, NULL, err) < 0 ||
@@ -167,8 +177,9 @@ static int serve(struct gateway *gw, const struct config *cfg, os_error *err)
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (file_write_atomic(pidf, pid, strlen(pid), 0600, err) < 0)
 		return -1;
-	log_info("openshell-gateway %s serving on %s%s%s (state %s)", GW_VERSION, tcp ? tcp : "",
-		 tcp ? " and " : "", us, gw->state_dir);
+	const char *tls = ls.tls_client_ca ? " (mTLS)" : ls.tls_cert ? " (TLS)" : "";
+	log_info("openshell-gateway %s serving on %s%s%s%s (state %s)", GW_VERSION, tcp ? tcp : "",
+		 tcp ? tls : "", tcp ? " and " : "", us, gw->state_dir);
 	int rc = loop_run(gw->loop, err);
 	unlink(pidf);
 	unlink(us);

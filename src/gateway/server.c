@@ -24,6 +24,7 @@
 #include "log.h"
 #include "loop.h"
 #include "parse.h"
+#include "tls.h"
 
 #define CONN_MAX 512
 #define IN_CAP (GW_BODY_MAX + 16384)
@@ -41,11 +42,14 @@ struct server {
 	int fds[2];
 	struct loop_io *ios[2];
 	size_t nconns;
+	SSL_CTX *tls; /* the TCP listener's, or NULL for plain HTTP */
 };
 
 struct conn {
 	struct server *srv;
 	int fd;
+	SSL *ssl; /* TLS on this connection (tls.c), or NULL */
+	bool handshaking;
 	struct loop_io *io;
 	struct loop_timer *timer;
 	struct http_parser parser;
@@ -83,6 +87,7 @@ static void conn_close(struct conn *c)
 		loop_io_remove(c->io);
 	if (c->timer)
 		loop_timer_remove(c->timer);
+	SSL_free(c->ssl);
 	close(c->fd);
 	buf_free(&c->in);
 	buf_free(&c->out);
@@ -134,7 +139,7 @@ static const char *reason(int status)
 static void flush(struct conn *c)
 {
 	while (c->out.len > 0) {
-		ssize_t n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
+		ssize_t n = gw_conn_send(c->fd, c->ssl, c->out.data, c->out.len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -150,6 +155,7 @@ static void flush(struct conn *c)
 	if (c->closing) {
 		/* Drain what the client still sends (an early 413), so closing
 		 * with unread bytes does not reset the answer away. */
+		gw_tls_close_notify(c->ssl);
 		shutdown(c->fd, SHUT_WR);
 		c->draining = true;
 		loop_io_modify(c->io, LOOP_IN, NULL);
@@ -178,7 +184,7 @@ static void update_interest(struct conn *c)
 static void relay_bytes(struct conn *c)
 {
 	char tmp[65536];
-	ssize_t n = recv(c->fd, tmp, sizeof(tmp), 0);
+	ssize_t n = gw_conn_recv(c->fd, c->ssl, tmp, sizeof(tmp));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0 || !c->peer || buf_append(&c->peer->out, tmp, (size_t)n, NULL) < 0)
@@ -440,14 +446,35 @@ static void on_request_bytes(struct conn *c)
 	dispatch(c, &req, c->in.data + head, (size_t)blen);
 }
 
+/* TLS first: the idle timer armed at accept also bounds a stalled handshake. */
+static void handshake(struct conn *c)
+{
+	os_error err = { 0 };
+	unsigned want = 0;
+	int r = gw_tls_handshake(c->ssl, c->fd, &want, &err);
+	if (r < 0) {
+		log_warn("%s", err.msg);
+		/* The alert is sent; drain instead of closing at once, which would
+		 * reset the connection and lose the alert the client needs to say why. */
+		SSL_free(steal_ptr(c->ssl));
+		c->handshaking = false;
+		c->responded = c->closing = true;
+		return flush(c);
+	}
+	c->handshaking = r > 0;
+	loop_io_modify(c->io, r > 0 ? want : LOOP_IN, NULL);
+}
+
 static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *data)
 {
 	struct conn *c = data;
+	if (c->handshaking)
+		return handshake(c);
 	if (ev & LOOP_OUT)
 		return flush(c);
 	char tmp[16384];
 	if (c->draining) {
-		ssize_t d = recv(fd, tmp, sizeof(tmp), 0);
+		ssize_t d = gw_conn_recv(fd, c->ssl, tmp, sizeof(tmp));
 		if (d == 0 || (d < 0 && errno != EAGAIN && errno != EINTR) ||
 		    (c->drained += d > 0 ? (size_t)d : 0) > DRAIN_MAX)
 			conn_close(c);
@@ -456,14 +483,15 @@ static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *
 	if (c->relaying)
 		return relay_bytes(c);
 	if (c->parked) { /* early frames wait in c->in; EOF means the client left */
-		ssize_t d = recv(fd, tmp, sizeof(tmp), 0);
+		ssize_t d = gw_conn_recv(fd, c->ssl, tmp, sizeof(tmp));
 		if (d == 0 || (d < 0 && errno != EAGAIN && errno != EINTR) ||
 		    (d > 0 && buf_append(&c->in, tmp, (size_t)d, NULL) < 0))
 			conn_close(c);
 		return;
 	}
 	if (c->responded && c->resp.session) {
-		ssize_t d = recv(fd, tmp, sizeof(tmp), 0); /* nothing is expected: discard */
+		ssize_t d = gw_conn_recv(fd, c->ssl, tmp,
+					 sizeof(tmp)); /* nothing is expected: discard */
 		if (d == 0 || (d < 0 && errno != EAGAIN && errno != EINTR))
 			conn_close(c);
 		return;
@@ -473,7 +501,7 @@ static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *
 			conn_close(c);
 		return;
 	}
-	ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
+	ssize_t n = gw_conn_recv(fd, c->ssl, tmp, sizeof(tmp));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0)
@@ -509,6 +537,13 @@ static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned ev, v
 		buf_init(&c->out, OUT_CAP);
 		http_parser_init(&c->parser, NULL);
 		s->nconns++;
+		os_error err = { 0 };
+		if (lfd == s->fds[0] && s->tls && !(c->ssl = gw_tls_conn_new(s->tls, fd, &err))) {
+			log_warn("%s", err.msg);
+			conn_close(c);
+			continue;
+		}
+		c->handshaking = c->ssl != NULL;
 		if (loop_io_add(l, fd, LOOP_IN, 0, on_io, c, &c->io, NULL) < 0 ||
 		    loop_timer_add(l, IDLE_MS, 0, on_idle, c, &c->timer, NULL) < 0)
 			conn_close(c);
@@ -567,6 +602,14 @@ int server_start(struct gateway *gw, const struct gateway_listen *ls, os_error *
 	s->gw = gw;
 	s->fds[0] = s->fds[1] = -1;
 	gw->server = s;
+	struct gateway_tls_config tls = { ls->tls_cert, ls->tls_key, ls->tls_client_ca };
+	if (gw_tls_ctx_new(&tls, &s->tls, err) < 0)
+		return -1;
+	if (s->tls && !ls->tcp)
+		return os_error_set(
+			err, EINVAL,
+			"tls_cert_file is set but listen_address is none: TLS is served "
+			"only on the TCP listener");
 	if ((ls->tcp && listen_tcp(ls->tcp, &s->fds[0], err) < 0) ||
 	    (ls->unix_path && listen_unix(ls->unix_path, &s->fds[1], err) < 0))
 		return -1;
@@ -589,5 +632,6 @@ void server_free(struct server *s)
 		if (s->fds[i] >= 0)
 			close(s->fds[i]);
 	}
+	SSL_CTX_free(s->tls);
 	free(s);
 }

@@ -36,6 +36,15 @@ static const struct config_key gateway_keys[] = {
 	  .choices = drivers,
 	  .def = "local",
 	  .help = "compute driver used when a request names none" },
+	{ .name = "tls_cert_file",
+	  .type = CONFIG_STRING,
+	  .help = "PEM certificate chain: with tls_key_file, the TCP listener speaks TLS 1.2+" },
+	{ .name = "tls_key_file",
+	  .type = CONFIG_STRING,
+	  .help = "PEM private key of tls_cert_file; must not be group/other readable (0600)" },
+	{ .name = "tls_client_ca_file",
+	  .type = CONFIG_STRING,
+	  .help = "PEM CA: TCP clients must present a certificate it signed (mTLS)" },
 };
 
 /* One element of dns_peers: the fence's DNS egress rule (NetworkPolicy peer). */

@@ -66,8 +66,9 @@ def wait_for(pred, timeout=20, step=0.1, what="condition"):
 class Gateway:
     """One openshell-gateway on a temp state dir and a free port."""
 
-    def __init__(self, state_dir=None, extra_env=None):
+    def __init__(self, state_dir=None, extra_env=None, ssl_context=None):
         self.owns_dir = state_dir is None
+        self.ssl_context = ssl_context  # set: the TCP listener speaks TLS (request() too)
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="osgw-", dir="/var/tmp")
         self.port = free_port()
         self.proc = None
@@ -113,7 +114,11 @@ class Gateway:
 
     def request(self, method, path, body=None, token="admin", raw=None, headers=None):
         """(status, parsed JSON or text). token: "admin", None, or a token string."""
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        if self.ssl_context:
+            c = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30,
+                                            context=self.ssl_context)
+        else:
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         h = dict(headers or {})
         if token == "admin":
             token = self.token
