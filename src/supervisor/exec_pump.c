@@ -21,6 +21,7 @@
 
 #include "execframe.h"
 #include "fdutil.h"
+#include "launcher_env.h"
 
 #define CHUNK 65536
 #define STDIN_PENDING_MAX (1u << 20)
@@ -60,8 +61,9 @@ static void send_frame(struct pump *p, uint8_t type, const void *data, size_t le
 	}
 }
 
-__attribute__((noreturn)) static void launcher_child(const struct exec_pump_args *a, int in,
-						     int out, int err, int spec_r)
+__attribute__((noreturn)) static void launcher_child(const struct exec_pump_args *a,
+						     char *const envp[], int in, int out, int err,
+						     int spec_r)
 {
 	signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive exec */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -78,8 +80,6 @@ __attribute__((noreturn)) static void launcher_child(const struct exec_pump_args
 	if (fd_close_from(EXEC_SPEC_FD + 1, NULL, 0, NULL) < 0)
 		_exit(125);
 	char *const argv[] = { (char *)a->launcher, "--spec-fd", "4", NULL };
-	char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			       NULL };
 	execve(a->launcher, argv, envp);
 	_exit(127);
 }
@@ -105,11 +105,13 @@ static void start(struct pump *p, const struct exec_pump_args *a)
 		   pipe2(err, O_CLOEXEC) < 0) {
 		fail(p, "stdio pipes");
 	}
+	struct launcher_env env;
+	launcher_env_init(&env);
 	p->launcher = fork();
 	if (p->launcher < 0)
 		fail(p, "fork");
 	if (p->launcher == 0)
-		launcher_child(a, in[0], out[1], err[1], spec[0]);
+		launcher_child(a, env.envp, in[0], out[1], err[1], spec[0]);
 	close(spec[0]);
 	close(in[0]);
 	if (!a->tty) {

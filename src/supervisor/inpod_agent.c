@@ -21,6 +21,7 @@
 #include "fdutil.h"
 #include "inpod.h"
 #include "json.h"
+#include "launcher_env.h"
 
 /* Fixed fd numbers in the launcher: spec, status, network namespace. */
 enum { CHILD_SPEC_FD = 3, CHILD_STATUS_FD = 4, CHILD_NETNS_FD = 5 };
@@ -34,8 +35,8 @@ __attribute__((noreturn)) static void die_child(const char *what)
 	_exit(125);
 }
 
-__attribute__((noreturn)) static void child_exec(const struct inpod *p, pid_t parent, int spec_fd,
-						 int status_fd)
+__attribute__((noreturn)) static void child_exec(const struct inpod *p, char *const envp[],
+						 pid_t parent, int spec_fd, int status_fd)
 {
 	sigset_t all;
 	sigemptyset(&all);
@@ -55,8 +56,6 @@ __attribute__((noreturn)) static void child_exec(const struct inpod *p, pid_t pa
 	if (fd_close_from(CHILD_NETNS_FD + 1, NULL, 0, NULL) < 0)
 		die_child("closing inherited fds");
 	char *const argv[] = { (char *)p->launcher, "--spec-fd", "3", "--status-fd", "4", NULL };
-	char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			       NULL };
 	execve(p->launcher, argv, envp);
 	die_child(p->launcher);
 }
@@ -120,10 +119,12 @@ static int spawn(struct inpod *p, const char *doc, int *status_fd, os_error *err
 		close(spec_pipe[1]);
 		return os_error_errno(err, "status pipe");
 	}
+	struct launcher_env env;
+	launcher_env_init(&env);
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0)
-		child_exec(p, parent, spec_pipe[0], status_pipe[1]);
+		child_exec(p, env.envp, parent, spec_pipe[0], status_pipe[1]);
 	close(spec_pipe[0]);
 	close(status_pipe[1]);
 	if (pid < 0) {

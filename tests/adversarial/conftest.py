@@ -17,6 +17,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 from adv_util import LAUNCHER, PROBE_BIN, SUPERVISOR, AdvSandbox, Canary, Upstream  # noqa: E402
+# Sanitizer builds: a report written during a test fails it.
+from sanitizer_util import (pytest_configure, pytest_report_header,  # noqa: E402,F401
+                            pytest_runtest_makereport)
 
 NET = '["198.51.100.0/24"]'
 

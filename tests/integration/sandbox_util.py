@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import tempfile
 
+import sanitizer_util
+
 BUILD = os.environ.get("OPENSHELL_BUILD", "/work/main/build")
 SANDBOX_DIR = os.path.join(BUILD, "src", "sandbox")
 LAUNCHER = os.path.join(SANDBOX_DIR, "openshell-sandbox")
@@ -77,9 +79,11 @@ def parse_status(text):
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-# For sanitizer builds: LeakSanitizer needs a dumpable process, and the
-# launcher deliberately is not. ASan/UBSan errors are still reported.
-LAUNCHER_ENV = {"PATH": "/usr/bin:/bin", "ASAN_OPTIONS": "detect_leaks=0"}
+# Sanitizer builds: the run's ASan/UBSan options (reports land in its log
+# directory), but no leak check: the launcher exits after the PID namespace it
+# unshared lost its init, where LeakSanitizer cannot clone its tracer.
+LAUNCHER_ENV = sanitizer_util.without_leak_check(
+    {"PATH": "/usr/bin:/bin", **sanitizer_util.sanitizer_env()})
 
 
 def run(spec_obj, wrapper=(), stdin=subprocess.DEVNULL, preexec_fn=None, pass_fds=(),
