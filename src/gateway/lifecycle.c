@@ -171,6 +171,10 @@ static void drive_session(struct gateway *gw, json_t *row)
 		log_warn("sandbox %s: supervisor session lost", str(row, "name"));
 		set(row, "Provisioning", "supervisor session lost: waiting for it to reconnect");
 		save(gw, row, NULL);
+	} else if (!live && !strcmp(str(row, "message"), "")) {
+		/* Say what Ready still waits for (once: a save bumps the version). */
+		set(row, str(row, "phase"), "running; waiting for the supervisor's session");
+		save(gw, row, NULL);
 	}
 }
 

@@ -1,9 +1,11 @@
 /* session_config.c - the session's two operator inputs: the gateway URL
- * (an address, never a name to resolve: resolution would block the loop)
- * and the token file (ours alone, or refused: a token other users could
- * read is a leaked token). Never logs the token. */
+ * (an address, or a name resolved once here at start-up, before the loop
+ * runs: a Kubernetes Service name is stable, and resolving later would block
+ * the loop) and the token file (readable by us alone, or refused: a token
+ * other users could read is a leaked token). Never logs the token. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -27,6 +29,23 @@ static int parse_unix(const char *path, struct sockaddr_storage *addr, unsigned 
 	if (str_copy(sun->sun_path, sizeof(sun->sun_path), path, err) < 0)
 		return os_error_prefix(err, "--gateway unix socket path");
 	*len = (unsigned)sizeof(*sun);
+	return 0;
+}
+
+/* A name (e.g. a Kubernetes Service): resolved now, once. */
+static int resolve_once(const char *name, uint16_t port, struct sockaddr_storage *addr,
+			unsigned *len, os_error *err)
+{
+	char service[8];
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+	snprintf(service, sizeof service, "%u", (unsigned)port);
+	int rc = getaddrinfo(name, service, &hints, &res);
+	if (rc != 0)
+		return os_error_set(err, EHOSTUNREACH, "--gateway http://%s: cannot resolve: %s",
+				    name, gai_strerror(rc));
+	memcpy(addr, res->ai_addr, res->ai_addrlen);
+	*len = (unsigned)res->ai_addrlen;
+	freeaddrinfo(res);
 	return 0;
 }
 
@@ -56,11 +75,8 @@ static int parse_http(const char *rest, struct sockaddr_storage *addr, unsigned 
 		sin6->sin6_family = AF_INET6;
 		sin6->sin6_port = htons(a.port);
 		*len = (unsigned)sizeof(*sin6);
-	} else {
-		return os_error_set(err, EINVAL,
-				    "--gateway http://%s: use an IP address (the supervisor does "
-				    "not resolve names)",
-				    h);
+	} else if (!a.ipv6 && resolve_once(h, a.port, addr, len, err) < 0) {
+		return -1;
 	}
 	if (n >= host_cap)
 		return os_error_set(err, EINVAL, "--gateway: authority too long");
@@ -94,19 +110,38 @@ static bool token_chars(const char *t, size_t n)
 	return n > 0 && strspn(t, ok) == n;
 }
 
+/* Nobody else may read or write it: owner us or root, nothing for others,
+ * no group write, and group read only when the group is our own (how the
+ * kubelet hands a Secret to a non-root container with fsGroup). */
+static bool token_file_private(const struct stat *st)
+{
+	if (st->st_uid != geteuid() && st->st_uid != 0)
+		return false;
+	if ((st->st_mode & 0027) != 0)
+		return false;
+	return !(st->st_mode & 0040) ||
+	       (geteuid() != 0 && st->st_uid == 0 && st->st_gid == getegid());
+}
+
 int gw_session_read_token(const char *path, char *tok, size_t cap, os_error *err)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	/* Symlinks are followed: a Kubernetes Secret volume is links into ..data;
+	 * what counts is the file reached, checked on the opened fd. */
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return os_error_errno(err, "--token-file %s", path);
 	if (!S_ISREG(st.st_mode))
 		return os_error_set(err, EINVAL, "--token-file %s: not a regular file", path);
-	if (st.st_uid != geteuid() || (st.st_mode & 077) != 0)
-		return os_error_set(err, EPERM,
-				    "--token-file %s: must be owned by this user with mode 0600 "
-				    "(found uid %u, mode %04o)",
-				    path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	if (!token_file_private(&st))
+		return os_error_set(
+			err, EPERM,
+			"--token-file %s: must be readable by this user alone: owned by "
+			"it (or root) with mode 0600/0400, or root-owned 0440 with our "
+			"group (a Kubernetes Secret with fsGroup) (found uid %u gid %u, "
+			"mode %04o)",
+			path, (unsigned)st.st_uid, (unsigned)st.st_gid,
+			(unsigned)(st.st_mode & 07777));
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	if (fd_read_all(fd, GW_SESSION_TOKEN_MAX + 2, &text, &len, err) < 0)

@@ -460,11 +460,15 @@ static void commands_match_supervisor_and_launcher_flags(void **state)
 	assert_string_equal(argv_at(agent, 2), "10.96.0.7:7443");
 	assert_string_equal(argv_at(agent, 4), "/etc/openshell/trust/sandbox.key");
 	/* Both Secrets carry the same key; only the supervisor's has the policy. */
-	json_t *ss = k8s_render_supervisor_secret(&f.s, rec, NULL, "ab12");
+	json_t *ss = k8s_render_supervisor_secret(&f.s, rec, NULL, "ab12", NULL);
 	json_t *ts = k8s_render_trust_secret(&f.s, rec, NULL, "ab12");
 	assert_string_equal(json_string_value(P(ss, "stringData", "sandbox.key")), "ab12\n");
 	assert_string_equal(json_string_value(P(ts, "stringData", "sandbox.key")), "ab12\n");
 	assert_null(P(ts, "stringData", "policy.yaml"));
+	assert_null(P(ss, "stringData", "token")); /* no session asked: no token */
+	/* The supervisor reads its Secret as a non-root user: through fsGroup. */
+	assert_int_equal(json_integer_value(P(sup, "spec", "securityContext", "fsGroup")),
+			 K8S_SUPERVISOR_UID);
 	assert_string_equal(json_string_value(P(ss, "stringData", "policy.yaml")),
 			    K8S_DEFAULT_POLICY);
 	json_decref(ss);
@@ -475,6 +479,50 @@ static void commands_match_supervisor_and_launcher_flags(void **state)
 	assert_null(validate(&f, request("c9", "{\"command\": []}"), &err));
 	assert_null(validate(&f, request("c9", "{\"command\": [\"\"]}"), &err));
 	assert_null(validate(&f, request("c9", "{\"command\": \"sh\"}"), &err));
+	unload(&f);
+}
+
+/* With a gateway_endpoint and a token from the gateway, the supervisor dials
+ * back: the flags in both topologies and the token in its Secret only. */
+static void gateway_session_flags_and_token(void **state)
+{
+	struct fx f;
+	os_error err = { 0 };
+	assert_int_equal(load(&f, "gateway_endpoint = \"http://gw.openshell.svc:17670\"\n", &err),
+			 0);
+	json_t *rec = validate(&f, request("g1", "{\"command\": [\"sleep\", \"1\"]}"), &err);
+	assert_non_null(rec);
+	json_t *sup = k8s_render_supervisor_pod(&f.s, rec, NULL);
+	_cleanup_free_ char *before = json_dumps(
+		json_object_get(json_array_get(P(sup, "spec", "containers"), 0), "command"), 0);
+	assert_null(strstr(before, "--gateway")); /* configure has not asked for it */
+	json_decref(sup);
+	json_object_set_new(json_object_get(rec, "placement"), "gateway_session", json_true());
+	assert_true(k8s_gateway_session(rec));
+	sup = k8s_render_supervisor_pod(&f.s, rec, NULL);
+	_cleanup_free_ char *line = json_dumps(
+		json_object_get(json_array_get(P(sup, "spec", "containers"), 0), "command"), 0);
+	assert_non_null(strstr(line,
+			       "\"--gateway\", \"$(OPENSHELL_GATEWAY_ENDPOINT)\", "
+			       "\"--token-file\", \"/etc/openshell/credentials/token\", \"--\""));
+	json_t *env = json_object_get(json_array_get(P(sup, "spec", "containers"), 0), "env");
+	bool endpoint = false;
+	size_t i;
+	json_t *v;
+	json_array_foreach (env, i, v)
+		endpoint |= !strcmp(json_string_value(json_object_get(v, "name")),
+				    "OPENSHELL_GATEWAY_ENDPOINT") &&
+			    !strcmp(json_string_value(json_object_get(v, "value")),
+				    "http://gw.openshell.svc:17670");
+	assert_true(endpoint);
+	json_t *ss = k8s_render_supervisor_secret(&f.s, rec, NULL, "ab12", "tok123");
+	json_t *ts = k8s_render_trust_secret(&f.s, rec, NULL, "ab12");
+	assert_string_equal(json_string_value(P(ss, "stringData", "token")), "tok123");
+	assert_null(P(ts, "stringData", "token")); /* the workload never holds it */
+	json_decref(ss);
+	json_decref(ts);
+	json_decref(sup);
+	json_decref(rec);
 	unload(&f);
 }
 
@@ -514,6 +562,7 @@ int main(void)
 		cmocka_unit_test(api_status_is_read_and_scrubbed),
 		cmocka_unit_test(watch_lines_are_checked),
 		cmocka_unit_test(commands_match_supervisor_and_launcher_flags),
+		cmocka_unit_test(gateway_session_flags_and_token),
 		cmocka_unit_test(default_policy_is_valid_and_allows_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

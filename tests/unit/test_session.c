@@ -248,6 +248,22 @@ static void test_callback_error_ends_the_stream(void **state)
 	buf_free(&b);
 }
 
+static bool hosts_lists(const char *name)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/etc/hosts", "re");
+	while (f && !found && fgets(line, sizeof line, f)) {
+		if (line[0] == '#')
+			continue;
+		for (char *t = strtok(line, " \t\n"); t && !found; t = strtok(NULL, " \t\n"))
+			found = strcmp(t, name) == 0;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
 static void test_gateway_urls(void **state)
 {
 	struct sockaddr_storage a;
@@ -267,9 +283,16 @@ static void test_gateway_urls(void **state)
 	assert_int_equal(
 		gw_session_parse_url("http://[::1]:80/", &a, &len, host, sizeof(host), &err), 0);
 	assert_int_equal(a.ss_family, AF_INET6);
-	const char *bad[] = { "unix:relative.sock",  "http://gateway.example:80",
-			      "https://127.0.0.1:1", "http://127.0.0.1:80/v1",
-			      "127.0.0.1:80",	     "http://127.0.0.1:0" };
+	/* A name is resolved once, at start (a Kubernetes Service): this host's
+	 * own name when /etc/hosts lists it (no DNS query leaves the machine). */
+	char self[64], url[128];
+	if (gethostname(self, sizeof self) == 0 && hosts_lists(self)) {
+		snprintf(url, sizeof url, "http://%s:17670", self);
+		assert_int_equal(gw_session_parse_url(url, &a, &len, host, sizeof(host), &err), 0);
+		assert_int_equal(ntohs(((struct sockaddr_in *)&a)->sin_port), 17670);
+	}
+	const char *bad[] = { "unix:relative.sock", "https://127.0.0.1:1", "http://127.0.0.1:80/v1",
+			      "127.0.0.1:80", "http://127.0.0.1:0" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (gw_session_parse_url(bad[i], &a, &len, host, sizeof(host), &err) == 0)
 			fail_msg("accepted %s", bad[i]);
@@ -296,11 +319,22 @@ static void test_token_file_must_be_private_and_well_formed(void **state)
 	write_file(path, "0123abcd\n", 0600);
 	assert_int_equal(gw_session_read_token(path, tok, sizeof(tok), &err), 0);
 	assert_string_equal(tok, "0123abcd");
+	/* A link is followed (a Kubernetes Secret volume is links): the file it
+	 * reaches is what must be private. */
 	assert_int_equal(symlink(path, link), 0);
-	assert_int_equal(gw_session_read_token(link, tok, sizeof(tok), &err), -1);
+	assert_int_equal(gw_session_read_token(link, tok, sizeof(tok), &err), 0);
 	write_file(path, "0123abcd\n", 0640);
-	assert_int_equal(gw_session_read_token(path, tok, sizeof(tok), &err), -1);
+	assert_int_equal(gw_session_read_token(link, tok, sizeof(tok), &err), -1);
 	assert_int_equal(err.code, EPERM);
+	/* Group-readable is refused for a root supervisor (root's group may hold
+	 * others); only a non-root one reading root's fsGroup Secret takes it. */
+	assert_int_equal(gw_session_read_token(path, tok, sizeof(tok), &err), geteuid() ? 0 : -1);
+	write_file(path, "0123abcd\n", 0604);
+	assert_int_equal(gw_session_read_token(path, tok, sizeof(tok), &err), -1);
+	write_file(path, "0123abcd\n", 0620);
+	assert_int_equal(gw_session_read_token(path, tok, sizeof(tok), &err), -1);
+	write_file(path, "0123abcd\n", 0400);
+	assert_int_equal(gw_session_read_token(path, tok, sizeof(tok), &err), 0);
 	write_file(path, "abc\r\nX-Injected: 1\n", 0600);
 	assert_int_equal(gw_session_read_token(path, tok, sizeof(tok), &err), -1);
 	write_file(path, "", 0600);

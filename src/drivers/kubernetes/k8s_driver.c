@@ -201,8 +201,13 @@ static int create_secrets(struct k8s_driver *k, const json_t *record, const json
 	/* On start both Secrets exist (409) and keep the key they already hold. */
 	if (k8s_sandbox_key_new(key, err) < 0)
 		return -1;
-	int r = ensure(k, KIND_SECRET, k8s_render_supervisor_secret(&k->s, record, owner, key),
-		       fresh, "Secret (supervisor credentials)", NULL, err);
+	const char *id = json_string_value(json_object_get(record, "id"));
+	const char *token = id ? json_string_value(json_object_get(k->tokens, id)) : NULL;
+	int r = ensure(k, KIND_SECRET,
+		       k8s_render_supervisor_secret(&k->s, record, owner, key, token), fresh,
+		       "Secret (supervisor credentials)", NULL, err);
+	if (r == 0 && id)
+		json_object_del(k->tokens, id); /* the Secret holds it now; we never need it */
 	if (r == 0 && dedicated(record))
 		r = ensure(k, KIND_SECRET, k8s_render_trust_secret(&k->s, record, owner, key),
 			   fresh, "Secret (workload trust)", NULL, err);
@@ -418,9 +423,52 @@ static int k8s_validate(struct driver *d, const json_t *request, json_t **record
 	return k8s_spec_validate(&K(d)->s, request, record, err);
 }
 
+/* What the supervisor must hold but the record must not. Before create the
+ * token waits in memory for the Secret; afterwards (a policy update, a new
+ * token) the existing Secret is patched, so a restarted supervisor Pod reads
+ * the newest policy. The running supervisor gets policies on its session. */
+static int k8s_configure(struct driver *d, json_t *record, const struct driver_material *m,
+			 os_error *err)
+{
+	struct k8s_driver *k = K(d);
+	const char *id = json_string_value(json_object_get(record, "id"));
+	if (!id)
+		return os_error_set(err, EINVAL, "record has no id");
+	if (m->sandbox_token && k->s.gateway_endpoint) {
+		json_t *placement = json_object_get(record, "placement");
+		if (!json_is_object(placement))
+			return os_error_set(err, EINVAL, "record has no placement");
+		json_object_set_new(placement, "gateway_session", json_true());
+		json_object_set_new(k->tokens, id, json_string(m->sandbox_token));
+	}
+	char coll[512], name[128], path[700];
+	_cleanup_json_ json_t *data = json_object(), *patch = NULL;
+	if (m->policy_yaml)
+		json_object_set_new(data, "policy.yaml", json_string(m->policy_yaml));
+	if (m->sandbox_token && k->s.gateway_endpoint)
+		json_object_set_new(data, "token", json_string(m->sandbox_token));
+	if (!json_object_size(data))
+		return 0;
+	patch = json_pack("{s:O}", "stringData", data);
+	struct k8s_status st = { 0 };
+	if (k8s_collection(k, KIND_SECRET, coll, sizeof coll, err) < 0 ||
+	    k8s_object_name(record, "-supervisor", name, sizeof name, err) < 0 ||
+	    str_format(path, sizeof path, err, "%s/%s", coll, name) < 0)
+		return -1;
+	if (k8s_call(k->client, "PATCH", path, patch, "application/merge-patch+json", NULL, &st,
+		     err) == 0) {
+		json_object_del(k->tokens, id);
+		return 0;
+	}
+	if (st.http == 404) /* not created yet: create renders it from the record */
+		return 0;
+	return os_error_prefix(err, "updating the supervisor Secret of %s", id);
+}
+
 static void k8s_free(struct driver *d)
 {
 	struct k8s_driver *k = K(d);
+	json_decref(k->tokens);
 	k8s_settings_release(&k->s);
 	k8s_client_free(k->client);
 	free(k);
@@ -436,6 +484,7 @@ static const struct driver_ops k8s_ops = {
 	.status = k8s_status,
 	.reconcile = k8s_reconcile,
 	.free = k8s_free,
+	.configure = k8s_configure,
 };
 
 struct driver *k8s_driver_new(struct k8s_settings *settings, struct k8s_client *client,
@@ -449,6 +498,13 @@ struct driver *k8s_driver_new(struct k8s_settings *settings, struct k8s_client *
 		return NULL;
 	}
 	k->base.ops = &k8s_ops;
+	if (!(k->tokens = json_object())) {
+		free(k);
+		k8s_settings_release(settings);
+		k8s_client_free(client);
+		os_error_set(err, ENOMEM, "kubernetes driver: out of memory");
+		return NULL;
+	}
 	k->s = *settings; /* ownership of dns_peers moves here */
 	settings->dns_peers = NULL;
 	k->client = client;

@@ -37,6 +37,7 @@ struct k8s_driver {
 	struct k8s_settings s;
 	struct k8s_client *client;
 	struct k8s_driver_opts opts;
+	json_t *tokens; /* id -> sandbox token, from configure until the Secret holds it */
 };
 
 /* The collections a sandbox has objects in, deletion order (Pods first). */

@@ -206,6 +206,8 @@ int k8s_status(struct driver *d, json_t *record, json_t **status, os_error *err)
 	/* The supervisor starts with --policy from its Secret (the recorded
 	 * policy): for the gateway, Running means that policy is loaded. */
 	json_object_set_new(*status, "policy_supported", json_true());
+	/* A supervisor that dials the gateway is Ready only with its session live. */
+	json_object_set_new(*status, "session_required", json_boolean(k8s_gateway_session(record)));
 	return 0;
 }
 

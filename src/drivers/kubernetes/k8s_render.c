@@ -149,14 +149,25 @@ static const char *policy_text(const json_t *record)
 }
 
 json_t *k8s_render_supervisor_secret(const struct k8s_settings *s, const json_t *record,
-				     const json_t *owner, const char *key_hex)
+				     const json_t *owner, const char *key_hex, const char *token)
 {
 	char key[K8S_KEY_HEX_LEN + 2];
 	snprintf(key, sizeof key, "%s\n", key_hex);
-	return json_pack(
+	json_t *secret = json_pack(
 		"{s:s, s:s, s:o, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Secret",
 		"metadata", meta(s, record, "-supervisor", "supervisor-credentials", owner), "type",
 		"Opaque", "stringData", "sandbox.key", key, "policy.yaml", policy_text(record));
+	/* The sandbox token: the supervisor's only credential toward the gateway. */
+	if (secret && token)
+		json_object_set_new(json_object_get(secret, "stringData"), "token",
+				    json_string(token));
+	return secret;
+}
+
+bool k8s_gateway_session(const json_t *record)
+{
+	return json_is_true(
+		json_object_get(json_object_get(record, "placement"), "gateway_session"));
 }
 
 json_t *k8s_render_trust_secret(const struct k8s_settings *s, const json_t *record,
@@ -284,6 +295,12 @@ static json_t *supervisor_argv(const struct k8s_settings *s, const json_t *recor
 		      : json_pack("[s, s]", "--launcher", "/opt/openshell/bin/openshell-sandbox");
 	json_t *agent = json_array_size(cmd) ? json_deep_copy(cmd)
 					     : json_pack("[s, s]", "sleep", "infinity");
+	/* The session to the gateway (policy pushes, status, exec): the address
+	 * comes from the env the kubelet expands, the token from the Secret. */
+	if (more && k8s_gateway_session(record) && s->gateway_endpoint)
+		json_array_extend(more, json_pack("[s, s, s, s]", "--gateway",
+						  "$(OPENSHELL_GATEWAY_ENDPOINT)", "--token-file",
+						  "/etc/openshell/credentials/token"));
 	if (!a || !more || !agent || json_array_extend(a, more) < 0 ||
 	    json_array_append_new(a, json_string("--")) < 0 || json_array_extend(a, agent) < 0) {
 		json_decref(a);
@@ -321,13 +338,17 @@ json_t *k8s_render_supervisor_pod(const struct k8s_settings *s, const json_t *re
 		"readOnly", 1, "name", "state", "mountPath", "/var/lib/openshell");
 	if (!container)
 		return NULL;
-	json_t *spec = json_pack(
-		"{s:s, s:{s:b, s:i, s:i, s:{s:s}}, s:[o], s:[{s:s, s:{s:s, s:i}}, {s:s, s:{}}]}",
-		"restartPolicy", "Always", "securityContext", "runAsNonRoot", 1, "runAsUser",
-		K8S_SUPERVISOR_UID, "runAsGroup", K8S_SUPERVISOR_UID, "seccompProfile", "type",
-		"RuntimeDefault", "containers", container, "volumes", "name", "credentials",
-		"secret", "secretName", oname(record, "-supervisor", secret, sizeof secret),
-		"defaultMode", 0440, "name", "state", "emptyDir");
+	/* fsGroup: the kubelet hands the Secret's files to our group (0440
+	 * root:fsGroup); without it a non-root supervisor could not read them. */
+	json_t *spec =
+		json_pack("{s:s, s:{s:b, s:i, s:i, s:i, s:{s:s}}, s:[o], s:[{s:s, s:{s:s, s:i}}, "
+			  "{s:s, s:{}}]}",
+			  "restartPolicy", "Always", "securityContext", "runAsNonRoot", 1,
+			  "runAsUser", K8S_SUPERVISOR_UID, "runAsGroup", K8S_SUPERVISOR_UID,
+			  "fsGroup", K8S_SUPERVISOR_UID, "seccompProfile", "type", "RuntimeDefault",
+			  "containers", container, "volumes", "name", "credentials", "secret",
+			  "secretName", oname(record, "-supervisor", secret, sizeof secret),
+			  "defaultMode", 0440, "name", "state", "emptyDir");
 	if (!spec)
 		return NULL;
 	/* The operator's class or none at all: never the workload's, never "". */

@@ -72,9 +72,13 @@ json_t *k8s_render_anchor(const struct k8s_settings *s, const json_t *record);
 json_t *k8s_render_fence(const struct k8s_settings *s, const json_t *record, const json_t *owner);
 json_t *k8s_render_supervisor_netpol(const struct k8s_settings *s, const json_t *record,
 				     const json_t *owner);
-/* The supervisor's Secret: the sandbox key and the policy it enforces. */
+/* The supervisor's Secret: the sandbox key, the policy it enforces and (when
+ * the gateway gave one) the sandbox token for its session. */
 json_t *k8s_render_supervisor_secret(const struct k8s_settings *s, const json_t *record,
-				     const json_t *owner, const char *key_hex);
+				     const json_t *owner, const char *key_hex, const char *token);
+/* True when the sandbox's supervisor keeps a session with the gateway (set
+ * by configure when the gateway handed a token and gateway_endpoint is set). */
+bool k8s_gateway_session(const json_t *record);
 /* The workload's Secret: only the sandbox key its launcher proves itself with. */
 json_t *k8s_render_trust_secret(const struct k8s_settings *s, const json_t *record,
 				const json_t *owner, const char *key_hex);
