@@ -42,11 +42,13 @@ struct server {
 	int fds[2];
 	struct loop_io *ios[2];
 	size_t nconns;
+	struct conn *conns; /* every open connection, so shutdown frees them */
 	SSL_CTX *tls; /* the TCP listener's, or NULL for plain HTTP */
 };
 
 struct conn {
 	struct server *srv;
+	struct conn *prev, *next; /* srv->conns */
 	int fd;
 	SSL *ssl; /* TLS on this connection (tls.c), or NULL */
 	bool handshaking;
@@ -94,6 +96,12 @@ static void conn_close(struct conn *c)
 	json_decref(c->resp.body);
 	json_decref(c->watch_seen);
 	c->srv->nconns--;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		c->srv->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 	free(c);
 }
 
@@ -537,6 +545,10 @@ static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned ev, v
 		buf_init(&c->out, OUT_CAP);
 		http_parser_init(&c->parser, NULL);
 		s->nconns++;
+		c->next = s->conns;
+		if (s->conns)
+			s->conns->prev = c;
+		s->conns = c;
 		os_error err = { 0 };
 		if (lfd == s->fds[0] && s->tls && !(c->ssl = gw_tls_conn_new(s->tls, fd, &err))) {
 			log_warn("%s", err.msg);
@@ -624,6 +636,10 @@ void server_free(struct server *s)
 {
 	if (!s)
 		return;
+	/* Connections still open at shutdown (streams, sessions, relays, a
+	 * client still draining) go first: they reference the tables below. */
+	while (s->conns)
+		conn_close(s->conns);
 	sessions_free(s->gw);
 	execs_free(s->gw);
 	for (int i = 0; i < 2; i++) {
