@@ -1,7 +1,8 @@
 /* fuzz_session_stream.c - libFuzzer target for the supervisor's reader of
  * the gateway session stream (response head, chunked framing, NDJSON
  * messages). Oracles: no crash or over-read; every message handed out is
- * well-formed (policy text NUL-free and within its cap, hello with an id);
+ * well-formed (policy text NUL-free and within its cap, hello with an id,
+ * exec with a hex id and an argv);
  * the result and the messages do not depend on how the bytes are split. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,11 +30,17 @@ static int on_msg(void *user, const struct session_msg *m, os_error *err)
 		abort();
 	if (m->type == SESSION_MSG_HELLO && (!m->sandbox || !*m->sandbox))
 		abort();
+	if (m->type == SESSION_MSG_EXEC &&
+	    (!m->exec_id || strlen(m->exec_id) < 16 || strlen(m->exec_id) >= SESSION_EXEC_ID_MAX ||
+	     strspn(m->exec_id, "0123456789abcdef") != strlen(m->exec_id) || !m->exec_argv))
+		abort();
 	d->n++;
 	mix(d, &m->type, sizeof(m->type));
 	mix(d, &m->revision, sizeof(m->revision));
 	if (m->policy)
 		mix(d, m->policy, m->policy_len);
+	if (m->exec_id)
+		mix(d, m->exec_id, strlen(m->exec_id));
 	return 0;
 }
 
