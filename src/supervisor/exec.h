@@ -31,6 +31,7 @@ struct exec_host {
 	const char *launcher; /* openshell-sandbox */
 	const json_t *agent_spec; /* the agent's launch spec (copied) */
 	pid_t agent_launcher; /* its child is the sandbox's pid 1 */
+	const char *unsupported; /* non-NULL: every request is answered with this */
 };
 
 int exec_service_new(const struct exec_host *h, struct exec_service **out, os_error *err);

@@ -50,6 +50,7 @@ int exec_service_new(const struct exec_host *h, struct exec_service **out, os_er
 	}
 	x->h = *h;
 	x->h.agent_spec = NULL;
+	x->h.unsupported = h->unsupported; /* a static string */
 	*out = x;
 	return 0;
 }
@@ -228,7 +229,9 @@ void exec_service_request(void *user, const struct session_msg *m)
 	const char *error = NULL;
 	char why[OS_ERROR_MSG_MAX];
 	_cleanup_json_ json_t *spec = NULL;
-	if (slot == RELAYS_MAX)
+	if (x->h.unsupported)
+		os_error_set(&err, ENOTSUP, "%s", x->h.unsupported);
+	else if (slot == RELAYS_MAX)
 		os_error_set(&err, EBUSY, "too many exec sessions at once (max %d)", RELAYS_MAX);
 	else if ((join = sandbox_init_pidfd(x->h.agent_launcher, &err)) >= 0 &&
 		 (spec = exec_spec_from_agent(x->spec, m->exec_argv, m->exec_tty, EXEC_JOIN_FD,

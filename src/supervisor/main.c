@@ -410,15 +410,19 @@ static void on_exec(void *user, const struct session_msg *m)
 		log_warn("exec %s refused: no local agent to join (yet)", m->exec_id);
 }
 
-/* sandbox exec joins the agent's sandbox: only where we launched it here. */
+/* sandbox exec joins the agent's sandbox: only where we launched it here;
+ * elsewhere (split) each request is answered at once with why not. */
 static int start_exec_service(const struct options *o, struct session *s, const json_t *spec,
-			      pid_t launcher, os_error *err)
+			      pid_t launcher, bool local, os_error *err)
 {
 	struct exec_host h = { .loop = s->loop,
 			       .egress = s->egress,
 			       .launcher = o->desc.launcher,
 			       .agent_spec = spec,
-			       .agent_launcher = launcher };
+			       .agent_launcher = launcher,
+			       .unsupported = local ? NULL
+						    : "exec is not supported by this sandbox's "
+						      "backend (its agent runs in another Pod)" };
 	if (!s->gateway)
 		return 0;
 	if (exec_service_new(&h, &s->exec, err) < 0)
@@ -531,7 +535,7 @@ static int run(const struct options *o, int audit_fd)
 		local ? pidfd_pid(backend_agent_fd(&running)) : backend_agent_entry_pid(&running);
 	if (((local || entry > 0) &&
 	     (entry <= 0 || egress_bind_agent(s.egress, entry, &err) < 0)) ||
-	    (local && start_exec_service(o, &s, spec, entry, &err) < 0) ||
+	    start_exec_service(o, &s, spec, entry, local, &err) < 0 ||
 	    watch_session(&s, &err) < 0) {
 		os_error_prefix(&err, "watching the agent");
 		goto fail;
