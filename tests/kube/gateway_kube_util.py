@@ -52,8 +52,48 @@ class KubeGateway(gateway_util.Gateway):
         return json.loads(r.stdout) if r.stdout.strip() else None
 
 
+def secret_of(kube, ns, sid):
+    """The supervisor Secret's data, decoded."""
+    import base64
+    sec = kube.client.get(f"/api/v1/namespaces/{ns}/secrets/os-{sid}-supervisor")
+    return {k: base64.b64decode(v).decode() for k, v in sec["data"].items()}
+
+
+def play_supervisor(g, sid, sec, endpoint):
+    """The supervisor Pod's process (the test apiserver has no kubelet), run
+    here with exactly the policy and token its Secret holds; recorded on g so
+    the test's teardown stops it."""
+    from sandbox_util import LAUNCHER
+    d = os.path.join(g.state_dir, f"played-{sid}")
+    os.makedirs(d, exist_ok=True)
+    tok, pol = os.path.join(d, "token"), os.path.join(d, "policy.yaml")
+    with open(tok, "w") as f:
+        f.write(sec["token"])
+    os.chmod(tok, 0o600)
+    with open(pol, "w") as f:
+        f.write(sec["policy.yaml"])
+    p = subprocess.Popen([gateway_util.SUPERVISOR, "--backend", "inpod", "--sandbox-id", sid,
+                          "--proxy-port", "3128", "--launcher", LAUNCHER, "--policy", pol,
+                          "--audit-log", "/dev/null", "--gateway", endpoint,
+                          "--token-file", tok, "--", "sleep", "300"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    g.played = getattr(g, "played", []) + [p]
+    return p
+
+
+def stop_played(g):
+    for p in getattr(g, "played", []):
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+
+
 def wait_for(pred, timeout=30, what="condition"):
     return gateway_util.wait_for(pred, timeout, step=0.2, what=what)
 
 
-__all__ = ["KubeGateway", "wait_for", "uid"]
+__all__ = ["KubeGateway", "wait_for", "uid", "secret_of", "play_supervisor", "stop_played"]

@@ -9,7 +9,8 @@ import pytest
 
 from driver_util import (KINDS, LABEL_ID, exists, make_runtime_class, mark_ready, ns,  # noqa: F401
                          poll, uid, warn_event)
-from gateway_kube_util import KubeGateway
+from gateway_kube_util import KubeGateway, play_supervisor, secret_of, stop_played
+from gateway_util import free_port
 
 
 @pytest.fixture
@@ -17,6 +18,7 @@ def gateways():
     made = []
     yield made
     for g in made:
+        stop_played(g)
         if g.proc and g.proc.poll() is None and g.healthy():
             for s in (g.request("GET", "/v1/sandboxes")[1] or {}).get("sandboxes", []):
                 g.request("DELETE", f"/v1/sandboxes/{s['name']}")
@@ -62,6 +64,11 @@ def create_ready(kube, g, name, *flags):
     wl = poll(lambda: pods_of(kube, g.ns, row["id"]).get("workload"), 30, "workload Pod created")
     assert wl["spec"].get("schedulingGates"), "workload gated until its supervisor is Ready"
     mark_ready(kube, g.ns, sup["metadata"]["name"])
+    # A supervisor that dials the gateway must hold its session before Ready.
+    c = sup["spec"]["containers"][0]
+    if "--gateway" in c["command"]:
+        endpoint = {e["name"]: e.get("value") for e in c["env"]}["OPENSHELL_GATEWAY_ENDPOINT"]
+        play_supervisor(g, row["id"], secret_of(kube, g.ns, row["id"]), endpoint)
     r = h.result()
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr, g.log_text()[-3000:])
     return g.sandbox(name)
@@ -276,15 +283,18 @@ def test_helm_rendered_config_serves_the_kubernetes_driver(kube, ns, gateways):
     wclass = make_runtime_class(kube, f"g8-wl-{uid()}")
     sclass = f"g8-sup-{uid()}"  # created below: missing at startup
     helm = hu.Helm(kube)
+    port = free_port()  # the supervisor (played here) dials the gateway on it
     try:
         text = hu.gateway_toml(helm.template({
             "server": {"sandboxNamespace": ns, "defaultImage": "registry.invalid/agent:1",
-                       "defaultRuntimeClassName": wclass, "allowedRuntimeClassNames": [wclass]},
+                       "defaultRuntimeClassName": wclass, "allowedRuntimeClassNames": [wclass],
+                       "gatewayEndpoint": f"http://localhost:{port}"},
             "supervisor": {"runtimeClassName": sclass}}, [hu.SEED_VALUES]))
     finally:
         helm.close()
     assert 'default_driver = "kubernetes"' in text
-    g = KubeGateway(kube, ns, config_text=text)
+    assert f'gateway_endpoint = "http://localhost:{port}"' in text
+    g = KubeGateway(kube, ns, config_text=text, port=port)
     gateways.append(g)
     g.start()
     k = g.request("GET", "/v1/gateway/status")[1]["kubernetes"]

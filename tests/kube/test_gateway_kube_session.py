@@ -6,41 +6,21 @@
 # process is played by the real openshell-supervisor, started with exactly
 # the flags, policy and token the cluster holds (the test apiserver has no
 # kubelet to run it).
-import base64
 import os
-import subprocess
 import sys
 
 import pytest
 
 from driver_util import mark_ready, ns, poll  # noqa: F401
+from gateway_kube_util import play_supervisor, secret_of
 from test_gateway_kube import (ENDPOINT_POLICY, cli_bg, create_ready, gateways,  # noqa: F401
                                pods_of, start_gateway)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
-from gateway_util import SUPERVISOR, free_port, supervisors_for  # noqa: E402
-from sandbox_util import LAUNCHER  # noqa: E402
+from gateway_util import free_port, supervisors_for  # noqa: E402
 
 NEW_POLICY = ENDPOINT_POLICY.replace("api.github.com", "api.example.test")
-
-
-def secret_of(kube, ns, sid):
-    sec = kube.client.get(f"/api/v1/namespaces/{ns}/secrets/os-{sid}-supervisor")
-    return {k: base64.b64decode(v).decode() for k, v in sec["data"].items()}
-
-
-def run_supervisor(tmp_path, sid, sec, endpoint):
-    """The supervisor Pod's process, with what the cluster gave it."""
-    tok = tmp_path / "token"
-    tok.write_text(sec["token"])
-    os.chmod(tok, 0o600)
-    pol = write(tmp_path, sec["policy.yaml"], "secret-policy.yaml")
-    return subprocess.Popen([SUPERVISOR, "--backend", "inpod", "--sandbox-id", sid,
-                             "--proxy-port", "3128", "--launcher", LAUNCHER, "--policy", pol,
-                             "--audit-log", "/dev/null", "--gateway", endpoint,
-                             "--token-file", str(tok), "--", "sleep", "300"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def test_kubernetes_supervisors_get_a_session(kube, ns, gateways, tmp_path):
@@ -73,7 +53,7 @@ def test_kubernetes_supervisors_get_a_session(kube, ns, gateways, tmp_path):
     assert st == 403
     st, _ = g.request("GET", "/v1/sandboxes", token=token)
     assert st == 403
-    sup = run_supervisor(tmp_path, sid, sec, endpoint)
+    sup = play_supervisor(g, sid, sec, endpoint)
     try:
         r = h.result()
         assert r.returncode == 0 and g.sandbox("ks1")["phase"] == "Ready", \

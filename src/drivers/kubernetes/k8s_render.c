@@ -297,10 +297,13 @@ static json_t *supervisor_argv(const struct k8s_settings *s, const json_t *recor
 					     : json_pack("[s, s]", "sleep", "infinity");
 	/* The session to the gateway (policy pushes, status, exec): the address
 	 * comes from the env the kubelet expands, the token from the Secret. */
-	if (more && k8s_gateway_session(record) && s->gateway_endpoint)
-		json_array_extend(more, json_pack("[s, s, s, s]", "--gateway",
-						  "$(OPENSHELL_GATEWAY_ENDPOINT)", "--token-file",
-						  "/etc/openshell/credentials/token"));
+	if (more && k8s_gateway_session(record) && s->gateway_endpoint) {
+		json_t *session =
+			json_pack("[s, s, s, s]", "--gateway", "$(OPENSHELL_GATEWAY_ENDPOINT)",
+				  "--token-file", "/etc/openshell/credentials/token");
+		json_array_extend(more, session); /* copies: ours to release */
+		json_decref(session);
+	}
 	if (!a || !more || !agent || json_array_extend(a, more) < 0 ||
 	    json_array_append_new(a, json_string("--")) < 0 || json_array_extend(a, agent) < 0) {
 		json_decref(a);
