@@ -4,7 +4,6 @@
  * status as frames. The CLI exits with the command's status; 125 when the
  * command could not be started, 1 when the connection was lost. */
 #include <errno.h>
-#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,7 +11,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -20,6 +18,7 @@
 #include "cli.h"
 #include "execframe.h"
 #include "fdutil.h"
+#include "gw_http.h"
 #include "json.h"
 #include "parse.h"
 
@@ -32,47 +31,6 @@ static void on_winch(int sig)
 {
 	(void)sig;
 	winch = 1;
-}
-
-/* Connects to the gateway; *host gets the name TLS must verify. */
-static int dial(const struct client *c, char *host, size_t host_cap, os_error *err)
-{
-	if (str_has_prefix(c->url, "unix:")) {
-		struct sockaddr_un sun = { .sun_family = AF_UNIX };
-		if (str_copy(sun.sun_path, sizeof sun.sun_path, c->url + 5, err) < 0)
-			return -1;
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
-			os_error_errno(err, "connecting to the gateway at %s", c->url);
-			if (fd >= 0)
-				close(fd);
-			return -1;
-		}
-		return fd;
-	}
-	char port[16];
-	const char *hp = strstr(c->url, "://") + 3; /* client_init allows only http[s]:// here */
-	const char *colon = strrchr(hp, ':');
-	if (!colon || (size_t)(colon - hp) >= host_cap || strlen(colon + 1) >= sizeof port)
-		return os_error_set(err, EINVAL, "gateway %s: expected http[s]://HOST:PORT",
-				    c->url);
-	memcpy(host, hp, (size_t)(colon - hp));
-	host[colon - hp] = '\0';
-	snprintf(port, sizeof port, "%s", colon + 1);
-	port[strcspn(port, "/")] = '\0';
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
-	int rc = getaddrinfo(host, port, &hints, &res);
-	if (rc != 0)
-		return os_error_set(err, EINVAL, "gateway %s: %s", c->url, gai_strerror(rc));
-	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0) {
-		os_error_errno(err, "connecting to the gateway at %s", c->url);
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	return fd;
 }
 
 /* Sends the request; returns 0 on 101 (rest holds early frames), or prints
@@ -257,8 +215,6 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 	os_error err = { 0 };
 	if (cli_segment(seg, sizeof seg, name) < 0)
 		return CLI_USAGE;
-	if (client_ensure(&cli->client, &err) < 0)
-		return cli_fail("%s", err.msg);
 	uint16_t rows = 0, cols = 0;
 	if (tty)
 		win_size(&rows, &cols);
@@ -268,7 +224,15 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 	if (!text)
 		return cli_fail("exec: out of memory");
 	char host[256] = "";
-	_cleanup_close_ int fd = dial(&cli->client, host, sizeof host, &err);
+	/* Straight to the gateway: a health call first would cost a round trip
+	 * on every exec. Only when nothing answers is a local one started. */
+	_cleanup_close_ int fd = gw_dial(&cli->client, host, sizeof host, &err);
+	if (fd < 0) {
+		os_error first = err;
+		if (client_ensure(&cli->client, &err) < 0)
+			return cli_fail("%s", err.code == ECONNREFUSED ? first.msg : err.msg);
+		fd = gw_dial(&cli->client, host, sizeof host, &err);
+	}
 	if (fd < 0)
 		return cli_fail("%s", err.msg);
 	struct tls_stream s = { .fd = fd };
