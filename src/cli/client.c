@@ -1,10 +1,10 @@
-/* client.c - HTTP to the gateway through libcurl (TCP or Unix socket; see
- * client.h). Response bodies are capped; a gateway that is down is reported
- * with what to do, not with a curl error number. */
+/* client.c - calls to the gateway (TCP, TLS or Unix socket, through
+ * gw_http.c; see client.h). Response bodies are capped; a gateway that is
+ * down is reported with what to do. */
 #include "client.h"
+#include "gw_http.h"
 #include "selfpath.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -78,7 +78,6 @@ int client_init(struct client *c, const char *gateway, os_error *err)
 		else
 			snprintf(c->url, sizeof(c->url), "unix:%s/gateway.sock", c->state_dir);
 	}
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	read_token(c);
 	return 0;
 }
@@ -90,90 +89,35 @@ struct sink {
 	void *user;
 };
 
-static size_t on_lines(struct sink *s, const char *p, size_t len)
+static int on_lines(struct sink *s, const char *p, size_t len)
 {
 	if (buf_append(&s->b, p, len, NULL) < 0)
-		return 0;
+		return -1;
 	char *nl;
 	while ((nl = memchr(s->b.data, '\n', s->b.len)) != NULL) {
 		size_t n = (size_t)(nl - s->b.data);
 		if (s->line(s->b.data, n, s->user) < 0)
-			return 0;
+			return -1;
 		buf_consume(&s->b, n + 1);
 	}
-	return len;
+	return 0;
 }
 
-static size_t on_data(char *p, size_t size, size_t n, void *data)
+static int on_data(const char *p, size_t len, void *data)
 {
 	struct sink *s = data;
-	size_t len = size * n;
 	if (s->line)
 		return on_lines(s, p, len);
 	if (s->fd >= 0)
-		return fd_write_all(s->fd, p, len, NULL) < 0 ? 0 : len;
-	return buf_append(&s->b, p, len, NULL) < 0 ? 0 : len;
-}
-
-/* https://: the same settings cmd_exec.c's OpenSSL stream uses. */
-static void set_tls(CURL *h, const struct tls_settings *t, char *errbuf)
-{
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-	if (t->ca)
-		curl_easy_setopt(h, CURLOPT_CAINFO, t->ca);
-	if (t->cert) {
-		curl_easy_setopt(h, CURLOPT_SSLCERT, t->cert);
-		curl_easy_setopt(h, CURLOPT_SSLKEY, t->key);
-	}
+		return fd_write_all(s->fd, p, len, NULL);
+	return buf_append(&s->b, p, len, NULL);
 }
 
 static int perform(struct client *c, const char *method, const char *path, const char *body,
 		   struct sink *sink, long *status, os_error *err)
 {
-	CURL *h = curl_easy_init();
-	char url[PATH_MAX + 2200], auth[300], errbuf[CURL_ERROR_SIZE] = "";
-	bool tls = str_has_prefix(c->url, "https://");
-	struct curl_slist *hdr = NULL;
-	if (!h)
-		return os_error_set(err, ENOMEM, "curl");
-	if (str_has_prefix(c->url, "unix:")) {
-		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->url + 5);
-		snprintf(url, sizeof(url), "http://localhost%s", path);
-	} else
-		snprintf(url, sizeof(url), "%s%s", c->url, path);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
-	if (tls)
-		set_tls(h, &c->tls, errbuf);
-	if (c->token[0]) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", c->token);
-		hdr = curl_slist_append(hdr, auth);
-	}
-	if (body) {
-		hdr = curl_slist_append(hdr, "Content-Type: application/json");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	}
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
-	CURLcode rc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	if (rc == CURLE_COULDNT_CONNECT)
-		return os_error_set(err, ECONNREFUSED,
-				    "no gateway answers at %s: start one with `openshell gateway "
-				    "start` (or check OPENSHELL_GATEWAY)",
-				    c->url);
-	if (rc != CURLE_OK && tls)
-		return tls_error(err, &c->tls, c->url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
-	if (rc != CURLE_OK)
-		return os_error_set(err, EIO, "talking to the gateway at %s: %s", c->url,
-				    curl_easy_strerror(rc));
-	return 0;
+	*status = 0;
+	return gw_http(c, method, path, body, on_data, sink, status, err);
 }
 
 int client_call(struct client *c, const char *method, const char *path, const json_t *body,

@@ -1,6 +1,6 @@
 /* client.h - the CLI's connection to the gateway: where it is (explicit
  * OPENSHELL_GATEWAY / --gateway, else the local state dir's Unix socket),
- * TLS settings for https:// (tls_client.h), the bearer token, JSON calls and log streams over libcurl, and starting a
+ * TLS settings for https:// (tls_client.h), the bearer token, JSON calls and log streams (gw_http.c), and starting a
  * local gateway when none is configured and none runs. Never prints a token. */
 #ifndef OS_CLI_CLIENT_H
 #define OS_CLI_CLIENT_H

@@ -164,8 +164,9 @@ static int read_body(struct tls_stream *s, struct buf *in, enum http_body_kind k
 }
 
 int gw_http(const struct client *c, const char *method, const char *path, const char *body,
-	    gw_body_fn on_body, void *user, long *status, os_error *err)
+	    gw_body_fn on_body, void *user, long *status, os_error *out_err)
 {
+	os_error local = { 0 }, *err = out_err ? out_err : &local; /* callers may pass NULL */
 	struct tls_stream s;
 	if (gw_open(c, &s, err) < 0)
 		return -1;

@@ -1,8 +1,8 @@
 /* gw_http.h - the CLI's own HTTP/1.1 to the gateway (TCP, Unix socket, or
  * TLS through tls_client.h), with the project's strict response parser and
- * chunked decoder: one request per connection. It replaces libcurl in the
- * CLI, whose dependency tree (GnuTLS, Kerberos, LDAP, ...) cost every
- * command several milliseconds of start-up. */
+ * chunked decoder: one request per connection. Not libcurl: its dependency
+ * tree (GnuTLS, Kerberos, LDAP, ...) cost every command several
+ * milliseconds of start-up. */
 #ifndef OS_CLI_GW_HTTP_H
 #define OS_CLI_GW_HTTP_H
 

@@ -1,7 +1,6 @@
 /* tls_client.c - the CLI's TLS settings, failure explanations and the
- * OpenSSL stream of `sandbox exec` (see tls_client.h). libcurl and this file
- * read the same settings and explain failures with the same words, so the
- * two paths to the gateway cannot drift apart. */
+ * OpenSSL stream every connection to an https:// gateway uses (API calls in
+ * gw_http.c and the upgraded `sandbox exec` connection; see tls_client.h). */
 #include "tls_client.h"
 
 #include <errno.h>
@@ -45,7 +44,7 @@ static bool has(const char *detail, const char *what)
 	return strcasestr(detail, what) != NULL;
 }
 
-/* OpenSSL's reason strings are the same under curl and here. */
+/* What OpenSSL's reason strings mean for the user. */
 static const char *explain(const struct tls_settings *t, const char *d)
 {
 	if (has(d, "certificate required") || (!t->cert && has(d, "handshake failure")))

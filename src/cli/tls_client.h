@@ -1,4 +1,4 @@
-/* tls_client.h - the CLI's TLS to an https:// gateway, shared by libcurl
+/* tls_client.h - the CLI's TLS to an https:// gateway, shared by gw_http.c
  * (client.c) and the upgraded exec connection (cmd_exec.c): the settings
  * from OPENSHELL_TLS_CA / OPENSHELL_TLS_CERT / OPENSHELL_TLS_KEY, what a TLS
  * failure means in words, and a blocking OpenSSL stream that verifies the
@@ -20,7 +20,7 @@ struct tls_settings {
 int tls_settings_from_env(struct tls_settings *t, os_error *err);
 
 /* Fills err for a failed exchange with the gateway at url: what the
- * OpenSSL failure text (curl's error buffer or ours) means and what to set,
+ * OpenSSL failure text means and what to set,
  * then the text itself. Returns -1. */
 int tls_error(os_error *err, const struct tls_settings *t, const char *url, const char *detail);
 
