@@ -20,7 +20,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
-from boundary_util import LAUNCHER, SUPERVISOR, sandbox_child_pid, sandbox_links  # noqa: E402
+from boundary_util import (LAUNCHER, SUPERVISOR, RoutedNamespace,  # noqa: E402
+                           sandbox_child_pid, sandbox_links, set_forwarding)
 import proxy_util  # noqa: E402
 
 # A /25 of TEST-NET-2 of our own: longest-prefix routing keeps our traffic on
@@ -39,11 +40,6 @@ CANARY_UDP_PORTS = (53, 443, 123)
 
 def sh(*args, check=True):
     return subprocess.run(list(args), check=check, capture_output=True, text=True)
-
-
-def set_forwarding(ifname, value):
-    with open(f"/proc/sys/net/ipv4/conf/{ifname}/forwarding", "w") as f:
-        f.write(str(value))
 
 
 class Upstream(proxy_util.Upstream):
@@ -81,7 +77,7 @@ class Upstream(proxy_util.Upstream):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class Canary:
+class Canary(RoutedNamespace):
     """A namespace holding 203.0.113.x, routed from the host; its listener
     prints one JSON line per TCP connection or UDP datagram (peer, port and
     the first bytes), so a test can prove that nothing, or exactly what,
@@ -89,59 +85,17 @@ class Canary:
 
     def __init__(self):
         tag = os.getpid() % 200
-        self.ns = f"osadv-can-{os.getpid() % 100000}"
-        self.host_if, self.ns_if = f"osadc{tag}h", f"osadc{tag}n"
-        self.addr = f"203.0.113.{20 + tag % 60}"
-        self.link = (f"10.233.{tag}.1", f"10.233.{tag}.2")
-        self.proc = None
-        self.hits = []
-        self._pending = ""
+        super().__init__(f"osadv-can-{os.getpid() % 100000}", f"osadc{tag}h", f"osadc{tag}n",
+                         f"203.0.113.{20 + tag % 60}", (f"10.233.{tag}.1", f"10.233.{tag}.2"))
 
     def up(self):
-        nsx = ("ip", "netns", "exec", self.ns)
-        sh("ip", "netns", "add", self.ns)
-        sh("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if,
-           "netns", self.ns)
-        sh("ip", "addr", "add", f"{self.link[0]}/30", "dev", self.host_if)
-        sh("ip", "link", "set", self.host_if, "up")
-        sh(*nsx, "ip", "addr", "add", f"{self.link[1]}/30", "dev", self.ns_if)
-        sh(*nsx, "ip", "addr", "add", f"{self.addr}/32", "dev", self.ns_if)
-        sh(*nsx, "ip", "link", "set", self.ns_if, "up")
-        sh(*nsx, "ip", "link", "set", "lo", "up")
-        sh(*nsx, "ip", "route", "add", "default", "via", self.link[0])
-        sh("ip", "route", "add", f"{self.addr}/32", "via", self.link[1])
-        set_forwarding(self.host_if, 1)
-        self.proc = subprocess.Popen([*nsx, PYTHON, __file__, "canary", self.addr],
-                                     stdout=subprocess.PIPE)
-        ready = b""
-        while not ready.endswith(b"\n"):
-            ready += os.read(self.proc.stdout.fileno(), 1)
-        assert ready == b"ready\n"
-        return self
+        return super().up([PYTHON, __file__, "canary", self.addr])
 
     def poll(self, wait=0.3):
-        fd = self.proc.stdout.fileno()
-        end = time.monotonic() + wait
-        while True:
-            left = end - time.monotonic()
-            r, _, _ = select.select([fd], [], [], max(left, 0))
-            if r:
-                self._pending += os.read(fd, 65536).decode()
-                *done, self._pending = self._pending.split("\n")
-                self.hits.extend(json.loads(l) for l in done if l)
-            elif left <= 0:
-                return list(self.hits)
+        return self.read_lines(wait, parse=json.loads)
 
     def hits_from(self, addr, wait=0.3):
         return [h for h in self.poll(wait) if h["peer"] == addr]
-
-    def down(self):
-        if self.proc:
-            self.proc.kill()
-            self.proc.wait()
-        sh("ip", "route", "del", f"{self.addr}/32", check=False)
-        sh("ip", "link", "del", self.host_if, check=False)
-        sh("ip", "netns", "del", self.ns, check=False)
 
 
 def run_canary(addr):

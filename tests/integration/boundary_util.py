@@ -43,66 +43,61 @@ def link_of_address(addr):
     return None
 
 
-class Canary:
-    """Canary namespace reachable from the host by a /32 route; a listener
-    inside it records every hit as a line on its stdout."""
+def set_forwarding(ifname, value):
+    with open(f"/proc/sys/net/ipv4/conf/{ifname}/forwarding", "w") as f:
+        f.write(str(value))
 
-    def __init__(self):
-        tag = os.getpid() % 10000
-        self.ns = f"osbt-canary-{tag}"
-        self.host_if, self.ns_if = f"osbtc{tag}h", f"osbtc{tag}n"
-        self.addr = f"203.0.113.{100 + tag % 100}"
-        self.link = (f"10.231.{tag % 250}.1", f"10.231.{tag % 250}.2")
+
+class RoutedNamespace:
+    """A namespace holding `addr` (a /32 routed from the host over a veth /30
+    `link`) that runs one listener process. The listener prints "ready",
+    then one line per thing it saw; `read_lines` collects them without
+    blocking. The canaries of the boundary and adversarial suites are this
+    with their own names and listener."""
+
+    def __init__(self, ns, host_if, ns_if, addr, link):
+        self.ns, self.host_if, self.ns_if, self.addr, self.link = ns, host_if, ns_if, addr, link
         self.proc = None
         self.hits = []
+        self._pending = ""
 
-    def up(self):
+    def up(self, listener_argv):
+        nsx = ("ip", "netns", "exec", self.ns)
         sh("ip", "netns", "add", self.ns)
         sh("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if,
            "netns", self.ns)
         sh("ip", "addr", "add", f"{self.link[0]}/30", "dev", self.host_if)
         sh("ip", "link", "set", self.host_if, "up")
-        nsx = ("ip", "netns", "exec", self.ns)
         sh(*nsx, "ip", "addr", "add", f"{self.link[1]}/30", "dev", self.ns_if)
         sh(*nsx, "ip", "addr", "add", f"{self.addr}/32", "dev", self.ns_if)
         sh(*nsx, "ip", "link", "set", self.ns_if, "up")
         sh(*nsx, "ip", "link", "set", "lo", "up")
         sh(*nsx, "ip", "route", "add", "default", "via", self.link[0])
         sh("ip", "route", "add", f"{self.addr}/32", "via", self.link[1])
-        # Replies from the canary are forwarded back to sandboxes on this link only.
-        self.sysctl(self.host_if, 1)
-        self.proc = subprocess.Popen(
-            [*nsx, sys.executable, __file__, "canary", self.addr], stdout=subprocess.PIPE)
-        self._pending = ""
+        # Replies are forwarded back to sandboxes on this link only.
+        set_forwarding(self.host_if, 1)
+        self.proc = subprocess.Popen([*nsx, *listener_argv], stdout=subprocess.PIPE)
         ready = b""
         while not ready.endswith(b"\n"):  # byte by byte: nothing after it is buffered
             ready += os.read(self.proc.stdout.fileno(), 1)
         assert ready == b"ready\n"
         return self
 
-    @staticmethod
-    def sysctl(ifname, value):
-        with open(f"/proc/sys/net/ipv4/conf/{ifname}/forwarding", "w") as f:
-            f.write(str(value))
-
-    def poll_hits(self, wait=0.3):
-        """Collects hits seen so far, waiting up to `wait` seconds for stragglers.
-        Reads the raw fd: a buffered readline would hide lines from select()."""
+    def read_lines(self, wait=0.3, parse=lambda line: line):
+        """Everything seen so far (each line through parse), waiting up to
+        `wait` seconds for stragglers. Reads the raw fd: a buffered readline
+        would hide lines from select()."""
         fd = self.proc.stdout.fileno()
         end = time.monotonic() + wait
         while True:
             left = end - time.monotonic()
             r, _, _ = select.select([fd], [], [], max(left, 0))
             if r:
-                self._pending += os.read(fd, 4096).decode()
+                self._pending += os.read(fd, 65536).decode()
                 *done, self._pending = self._pending.split("\n")
-                self.hits.extend(done)
+                self.hits.extend(parse(line) for line in done if line)
             elif left <= 0:
                 return list(self.hits)
-
-    def reset(self):
-        self.poll_hits(0.1)
-        self.hits = []
 
     def down(self):
         if self.proc:
@@ -111,6 +106,29 @@ class Canary:
         sh("ip", "route", "del", f"{self.addr}/32", check=False)
         sh("ip", "link", "del", self.host_if, check=False)
         sh("ip", "netns", "del", self.ns, check=False)
+
+
+class Canary(RoutedNamespace):
+    """The boundary tests' canary: TCP 8080 and UDP 'DNS' 53 on a
+    203.0.113.x address; one "tcp|udp PEER" line per hit."""
+
+    def __init__(self):
+        tag = os.getpid() % 10000
+        super().__init__(f"osbt-canary-{tag}", f"osbtc{tag}h", f"osbtc{tag}n",
+                         f"203.0.113.{100 + tag % 100}",
+                         (f"10.231.{tag % 250}.1", f"10.231.{tag % 250}.2"))
+
+    def up(self):
+        return super().up([sys.executable, __file__, "canary", self.addr])
+
+    sysctl = staticmethod(set_forwarding)
+
+    def poll_hits(self, wait=0.3):
+        return self.read_lines(wait)
+
+    def reset(self):
+        self.poll_hits(0.1)
+        self.hits = []
 
 
 def run_canary(addr):
