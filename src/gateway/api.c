@@ -1,5 +1,6 @@
-/* api.c - the API's front door: authentication (admin bearer token, or a
- * sandbox token valid only for that sandbox's supervisor routes), routing
+/* api.c - the API's front door: authentication (admin bearer token, plus a
+ * verified client certificate under mTLS, or a sandbox token valid only for
+ * that sandbox's supervisor routes), routing
  * by /v1 path segments, and the JSON error shape. A route never runs for a
  * caller it does not belong to. */
 #include <errno.h>
@@ -143,11 +144,21 @@ void api_handle(struct gateway *gw, const struct api_request *req, struct api_re
 		resp->body = json_pack("{s:s}", "status", "ok");
 		return;
 	}
+	bool supervisor = n >= 2 && !strcmp(parts[1], "supervisor");
+	/* mTLS: the admin API needs the client certificate as well as the
+	 * token, checked first so a client without one learns nothing about
+	 * tokens; supervisors are bound to one sandbox by theirs alone. */
+	if (!supervisor && req->client_cert_asked && !req->client_cert_verified)
+		return api_error(
+			resp, 403, "client_certificate_required",
+			"this gateway requires a client certificate (mTLS) for its admin "
+			"API: set OPENSHELL_TLS_CERT and OPENSHELL_TLS_KEY to a certificate "
+			"signed by the CA in its tls_client_ca_file");
 	_cleanup_json_ json_t *caller = NULL;
 	int who = authenticate(gw, req, &caller, resp);
 	if (who < 0)
 		return;
-	if (n >= 2 && !strcmp(parts[1], "supervisor")) {
+	if (supervisor) {
 		if (who != 0)
 			return api_error(
 				resp, 403, "forbidden",

@@ -53,6 +53,11 @@ struct api_request {
 	size_t body_len;
 	const char *bearer; /* token from Authorization, or NULL */
 	bool upgrade_exec; /* "Upgrade: openshell-exec" with "Connection: Upgrade" */
+	/* mTLS (tls_client_ca_file): the connection came through the TLS
+	 * listener that asks for client certificates, and whether it presented
+	 * one that verified. Without one only supervisor routes are served. */
+	bool client_cert_asked;
+	bool client_cert_verified;
 };
 
 /* What the handler answers: a JSON body, or a log stream the server pumps. */
@@ -114,7 +119,8 @@ struct gateway_listen {
 	const char *tcp; /* "127.0.0.1:17670" or NULL */
 	const char *unix_path; /* or NULL */
 	/* TLS on tcp when cert and key are set (tls.h); the Unix socket stays
-	 * plain. A client CA makes client certificates required (mTLS). */
+	 * plain. A client CA makes client certificates required for the
+	 * admin API (mTLS); supervisor routes take their sandbox token alone. */
 	const char *tls_cert, *tls_key, *tls_client_ca;
 };
 int server_start(struct gateway *gw, const struct gateway_listen *ls, os_error *err);

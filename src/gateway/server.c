@@ -44,6 +44,7 @@ struct server {
 	size_t nconns;
 	struct conn *conns; /* every open connection, so shutdown frees them */
 	SSL_CTX *tls; /* the TCP listener's, or NULL for plain HTTP */
+	bool mtls; /* tls asks for client certificates (tls_client_ca_file) */
 };
 
 struct conn {
@@ -414,7 +415,9 @@ static void dispatch(struct conn *c, const struct http_request *hr, const char *
 		.bearer = bearer_of(hr, tok, sizeof(tok)),
 		.upgrade_exec = hr->framing.upgrade &&
 				str_ieq(hr->framing.upgrade_value.p, hr->framing.upgrade_value.len,
-					EXECFRAME_UPGRADE, strlen(EXECFRAME_UPGRADE))
+					EXECFRAME_UPGRADE, strlen(EXECFRAME_UPGRADE)),
+		.client_cert_asked = c->ssl && c->srv->mtls,
+		.client_cert_verified = gw_tls_peer_verified(c->ssl),
 	};
 	api_handle(c->srv->gw, &req, &c->resp);
 	if (c->resp.stream)
@@ -617,6 +620,7 @@ int server_start(struct gateway *gw, const struct gateway_listen *ls, os_error *
 	struct gateway_tls_config tls = { ls->tls_cert, ls->tls_key, ls->tls_client_ca };
 	if (gw_tls_ctx_new(&tls, &s->tls, err) < 0)
 		return -1;
+	s->mtls = s->tls && ls->tls_client_ca;
 	if (s->tls && !ls->tcp)
 		return os_error_set(
 			err, EINVAL,

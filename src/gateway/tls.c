@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -37,6 +38,20 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 	return 0; /* an encrypted key cannot be unlocked unattended: fail instead of prompting */
 }
 
+/* Nobody else may read the key: no bits for others, no group write, and
+ * group read only on a root-owned file in our own group while we are not
+ * root: how the kubelet hands a Secret to a non-root container with
+ * fsGroup (the Helm chart's gateway Pod), the same rule as a supervisor's
+ * token file. */
+static bool key_file_private(const struct stat *st)
+{
+	if (st->st_mode & (S_IRWXO | S_IWGRP | S_IXGRP))
+		return false;
+	if (!(st->st_mode & S_IRGRP))
+		return true;
+	return geteuid() != 0 && st->st_uid == 0 && st->st_gid == getegid();
+}
+
 /* Opens the key once and checks the mode of what was opened, so the file
  * that is checked is the file that is read. */
 static EVP_PKEY *load_key(const char *path, os_error *err)
@@ -47,10 +62,11 @@ static EVP_PKEY *load_key(const char *path, os_error *err)
 		return os_error_errno(err, "tls_key_file %s", path), NULL;
 	if (!S_ISREG(st.st_mode))
 		return os_error_set(err, EINVAL, "tls_key_file %s: not a regular file", path), NULL;
-	if (st.st_mode & (S_IRWXG | S_IRWXO))
+	if (!key_file_private(&st))
 		return os_error_set(err, EPERM,
 				    "tls_key_file %s is open to group or others (mode %04o): "
-				    "chmod 600 it",
+				    "chmod 600 it (a Kubernetes Secret mounted with fsGroup, "
+				    "root-owned 0440, is accepted too)",
 				    path, (unsigned)(st.st_mode & 07777)),
 		       NULL;
 	BIO *b = BIO_new_fd(fd, BIO_NOCLOSE);
@@ -84,8 +100,11 @@ static int use_cert_and_key(SSL_CTX *ctx, const struct gateway_tls_config *cfg, 
 	return 0;
 }
 
-/* mTLS: a client must present a certificate that chains to this CA. */
-static int require_client_certs(SSL_CTX *ctx, const char *ca, os_error *err)
+/* mTLS: a client certificate is asked for and must chain to this CA when
+ * one is presented. It is not required in the handshake: supervisors hold a
+ * sandbox token, not a certificate, and the API refuses admin routes to a
+ * connection without one (api.c). */
+static int request_client_certs(SSL_CTX *ctx, const char *ca, os_error *err)
 {
 	struct stat st;
 	if (stat(ca, &st) < 0)
@@ -98,7 +117,7 @@ static int require_client_certs(SSL_CTX *ctx, const char *ca, os_error *err)
 				    ssl_reason());
 	}
 	SSL_CTX_set_client_CA_list(ctx, names); /* takes ownership */
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	return 0;
 }
 
@@ -137,7 +156,7 @@ int gw_tls_ctx_new(const struct gateway_tls_config *cfg, SSL_CTX **out, os_error
 	SSL_CTX_set_num_tickets(ctx, 0);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	if (use_cert_and_key(ctx, cfg, err) < 0 ||
-	    (cfg->client_ca_file && require_client_certs(ctx, cfg->client_ca_file, err) < 0)) {
+	    (cfg->client_ca_file && request_client_certs(ctx, cfg->client_ca_file, err) < 0)) {
 		SSL_CTX_free(ctx);
 		return -1;
 	}
@@ -245,6 +264,13 @@ ssize_t gw_conn_send(int fd, SSL *ssl, const void *buf, size_t len)
 	if (n == 0)
 		errno = EPIPE; /* the peer closed: writing on is an error, not "0 bytes" */
 	return -1;
+}
+
+bool gw_tls_peer_verified(SSL *ssl)
+{
+	/* With SSL_VERIFY_PEER a presented certificate that fails verification
+	 * already failed the handshake; the result is checked again anyway. */
+	return ssl && SSL_get0_peer_certificate(ssl) && SSL_get_verify_result(ssl) == X509_V_OK;
 }
 
 void gw_tls_close_notify(SSL *ssl)

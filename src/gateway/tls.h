@@ -2,11 +2,13 @@
  * context built from tls_cert_file / tls_key_file / tls_client_ca_file, the
  * non-blocking handshake, and the one pair of functions every byte of a
  * connection goes through, TLS or not. It never accepts TLS below 1.2 nor a
- * private key that group or others could read. */
+ * private key that others could read (group read only in the Kubernetes
+ * fsGroup Secret shape, see tls.c). */
 #ifndef OS_GATEWAY_TLS_H
 #define OS_GATEWAY_TLS_H
 
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -14,7 +16,10 @@
 struct gateway_tls_config {
 	const char *cert_file; /* PEM chain, leaf first */
 	const char *key_file; /* PEM private key, mode 0600 or stricter */
-	const char *client_ca_file; /* set: client certificates are required (mTLS) */
+	/* set: client certificates are asked for and verified (mTLS). One that
+	 * does not verify fails the handshake; none at all is allowed through,
+	 * and the API then lets that connection reach supervisor routes only. */
+	const char *client_ca_file;
 };
 
 /* Builds the server context; *out stays NULL when neither cert nor key is
@@ -36,6 +41,10 @@ int gw_tls_handshake(SSL *ssl, int fd, unsigned *want, os_error *err);
  * nothing stays decrypted where epoll cannot see it. */
 ssize_t gw_conn_recv(int fd, SSL *ssl, void *buf, size_t len);
 ssize_t gw_conn_send(int fd, SSL *ssl, const void *buf, size_t len);
+
+/* True when the peer presented a client certificate and it verified
+ * against tls_client_ca_file. */
+bool gw_tls_peer_verified(SSL *ssl);
 
 /* Sends close_notify when ssl is set (best effort, never blocks). */
 void gw_tls_close_notify(SSL *ssl);

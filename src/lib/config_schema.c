@@ -44,7 +44,8 @@ static const struct config_key gateway_keys[] = {
 	  .help = "PEM private key of tls_cert_file; must not be group/other readable (0600)" },
 	{ .name = "tls_client_ca_file",
 	  .type = CONFIG_STRING,
-	  .help = "PEM CA: TCP clients must present a certificate it signed (mTLS)" },
+	  .help = "PEM CA: admin clients on TCP must present a certificate it signed (mTLS); "
+		  "supervisors need only their sandbox token" },
 };
 
 /* One element of dns_peers: the fence's DNS egress rule (NetworkPolicy peer). */
@@ -104,6 +105,9 @@ static const struct config_key kubernetes_keys[] = {
 	{ .name = "gateway_endpoint",
 	  .type = CONFIG_STRING,
 	  .help = "address supervisors dial to reach the gateway" },
+	{ .name = "gateway_ca_secret",
+	  .type = CONFIG_STRING,
+	  .help = "Secret (in namespace) whose ca.crt verifies an https:// gateway_endpoint" },
 	{ .name = "dns_peers",
 	  .type = CONFIG_TABLE_ARRAY,
 	  .def = "[]",

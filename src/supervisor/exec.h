@@ -9,6 +9,8 @@
 #define OS_SUPERVISOR_EXEC_H
 
 #include <jansson.h>
+#include <openssl/ssl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -47,11 +49,26 @@ void exec_service_free(struct exec_service *x);
 json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, int join_fd,
 			     os_error *err);
 
+/* exec_sock.c: the relay's connection to the gateway, through TLS when ssl
+ * is set (an https:// gateway). Reads: bytes, 0 at the end, -1 with errno
+ * (EAGAIN: a TLS record that carried no data, or nothing yet on a
+ * non-blocking fd). */
+struct exec_sock {
+	int fd;
+	SSL *ssl;
+};
+ssize_t exec_sock_read(struct exec_sock *s, void *buf, size_t len);
+int exec_sock_write_all(struct exec_sock *s, const void *buf, size_t len);
+/* Decrypted bytes wait inside OpenSSL: read before blocking in poll. */
+bool exec_sock_pending(const struct exec_sock *s);
+/* The relay is done writing: close_notify (TLS), then half-close. */
+void exec_sock_end(struct exec_sock *s);
+
 /* exec_pump.c: the relay process. Runs the launcher and pumps frames
  * between sock (already upgraded) and the command until it exits; never
  * returns. */
 struct exec_pump_args {
-	int sock; /* upgraded connection to the gateway */
+	struct exec_sock sock; /* upgraded connection to the gateway */
 	int join_pidfd; /* the sandbox's pid 1 */
 	const char *launcher;
 	const char *spec; /* JSON text */

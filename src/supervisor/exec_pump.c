@@ -27,7 +27,7 @@
 #define STDIN_PENDING_MAX (1u << 20)
 
 struct pump {
-	int sock;
+	struct exec_sock sock;
 	int in_w; /* command's stdin (pipe or pty master); -1 once closed */
 	int out_r, err_r; /* command's stdout/stderr (tty: out_r is the master) */
 	int launcher_pidfd;
@@ -44,7 +44,7 @@ __attribute__((noreturn)) static void fail(struct pump *p, const char *what)
 	snprintf(msg, sizeof msg, "exec: %s: %s", what, strerror(errno));
 	buf_reset(&p->frame);
 	execframe_put(&p->frame, EXECFRAME_ERROR, msg, strlen(msg), NULL);
-	fd_write_all(p->sock, p->frame.data, p->frame.len, NULL);
+	exec_sock_write_all(&p->sock, p->frame.data, p->frame.len);
 	if (p->launcher > 0)
 		kill(p->launcher, SIGKILL);
 	_exit(125);
@@ -54,7 +54,7 @@ static void send_frame(struct pump *p, uint8_t type, const void *data, size_t le
 {
 	buf_reset(&p->frame);
 	if (execframe_put(&p->frame, type, data, len, NULL) < 0 ||
-	    fd_write_all(p->sock, p->frame.data, p->frame.len, NULL) < 0) {
+	    exec_sock_write_all(&p->sock, p->frame.data, p->frame.len) < 0) {
 		/* The client is gone: nobody is left to see the command. */
 		kill(p->launcher, SIGKILL);
 		_exit(0);
@@ -217,8 +217,8 @@ __attribute__((noreturn)) static void finish(struct pump *p)
 		si.si_code == CLD_EXITED ? (uint32_t)si.si_status : 128u + (uint32_t)si.si_status;
 	buf_reset(&p->frame);
 	execframe_put_u32(&p->frame, EXECFRAME_EXIT, code, NULL);
-	fd_write_all(p->sock, p->frame.data, p->frame.len, NULL);
-	shutdown(p->sock, SHUT_WR);
+	exec_sock_write_all(&p->sock, p->frame.data, p->frame.len);
+	exec_sock_end(&p->sock);
 	_exit(0);
 }
 
@@ -228,7 +228,7 @@ void exec_pump_main(const struct exec_pump_args *a)
 	buf_init(&p.from_client, EXECFRAME_MAX_PAYLOAD + 2 * EXECFRAME_HEAD + 65536);
 	buf_init(&p.stdin_pending, STDIN_PENDING_MAX + EXECFRAME_MAX_PAYLOAD);
 	buf_init(&p.frame, EXECFRAME_MAX_PAYLOAD + EXECFRAME_HEAD);
-	fd_set_nonblock(p.sock, false, NULL);
+	fd_set_nonblock(p.sock.fd, false, NULL);
 	start(&p, a);
 	if (a->early_len && buf_append(&p.from_client, a->early, a->early_len, NULL) < 0)
 		fail(&p, "early frames");
@@ -238,20 +238,24 @@ void exec_pump_main(const struct exec_pump_args *a)
 			fail(&p, "the client sent a frame this relay does not take");
 		}
 		write_stdin(&p);
+		/* Stop reading the client while its stdin has not drained. */
+		bool take = p.stdin_pending.len < STDIN_PENDING_MAX;
+		/* Bytes OpenSSL already decrypted never wake poll: look, don't wait. */
+		bool buffered = take && exec_sock_pending(&p.sock);
 		struct pollfd pf[5] = {
 			{ .fd = p.launcher_pidfd, .events = POLLIN },
-			/* Stop reading the client while its stdin has not drained. */
-			{ .fd = p.stdin_pending.len < STDIN_PENDING_MAX ? p.sock : -1,
-			  .events = POLLIN },
+			{ .fd = take ? p.sock.fd : -1, .events = POLLIN },
 			{ .fd = p.out_r, .events = POLLIN },
 			{ .fd = p.err_r, .events = POLLIN },
 			{ .fd = p.stdin_pending.len ? p.in_w : -1, .events = POLLOUT },
 		};
-		if (poll(pf, 5, -1) < 0) {
+		if (poll(pf, 5, buffered ? 0 : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			fail(&p, "poll");
 		}
+		if (buffered)
+			pf[1].revents |= POLLIN;
 		if (pf[2].revents && !forward(&p, p.out_r, EXECFRAME_STDOUT)) {
 			if (!p.tty)
 				close(p.out_r);
@@ -265,7 +269,7 @@ void exec_pump_main(const struct exec_pump_args *a)
 		}
 		if (pf[1].revents) {
 			char chunk[CHUNK];
-			ssize_t n = read(p.sock, chunk, sizeof chunk);
+			ssize_t n = exec_sock_read(&p.sock, chunk, sizeof chunk);
 			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
 				kill(p.launcher, SIGKILL); /* the client left */
 				_exit(0);

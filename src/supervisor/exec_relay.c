@@ -23,6 +23,7 @@
 #include "fdutil.h"
 #include "json.h"
 #include "log.h"
+#include "session_tls.h"
 
 #define RELAYS_MAX 32
 #define HANDSHAKE_MS 10000
@@ -125,27 +126,59 @@ static int wait_fd(int fd, short ev, const struct timespec *deadline)
 	return ms > 0 && poll(&p, 1, (int)ms) == 1 ? 0 : -1;
 }
 
-/* In the relay: connect, send the attach request, read up to the end of the
- * 101 head. Bytes after the head are early frames for the pump. */
-static int dial_back(const struct sockaddr_storage *addr, unsigned addr_len, const struct buf *req,
-		     struct buf *rest)
+/* The TLS handshake under the deadline; a failure is logged with its
+ * reason (a wrong CA, a certificate for another host). */
+static int handshake(struct exec_sock *sock, SSL_CTX *tls, const char *name,
+		     const struct timespec *deadline)
+{
+	os_error err = { 0 };
+	if (!(sock->ssl = session_tls_new(tls, sock->fd, name, &err)))
+		goto fail;
+	for (;;) {
+		unsigned want = 0;
+		int r = session_tls_handshake(sock->ssl, name, &want, &err);
+		if (r < 0)
+			goto fail;
+		if (r == 0)
+			return 0;
+		if (wait_fd(sock->fd, want == LOOP_IN ? POLLIN : POLLOUT, deadline) < 0) {
+			os_error_set(&err, ETIMEDOUT, "TLS handshake with the gateway %s timed out",
+				     name);
+			goto fail;
+		}
+	}
+fail:
+	fprintf(stderr, "openshell-supervisor: exec: %s\n", err.msg);
+	return -1;
+}
+
+/* In the relay: connect (TLS for an https:// gateway), send the attach
+ * request, read up to the end of the 101 head. Bytes after the head are
+ * early frames for the pump (or still inside OpenSSL: the pump looks). */
+static int dial_back(const struct gw_endpoint *ep, SSL_CTX *tls, const struct buf *req,
+		     struct buf *rest, struct exec_sock *sock)
 {
 	struct timespec deadline;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += HANDSHAKE_MS / 1000;
-	int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
+	*sock = (struct exec_sock){ .fd = -1 };
+	sock->fd = socket(ep->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (sock->fd < 0)
 		return -1;
-	if (connect(fd, (const struct sockaddr *)addr, addr_len) < 0 && errno != EINPROGRESS)
+	if (connect(sock->fd, (const struct sockaddr *)&ep->addr, ep->addr_len) < 0 &&
+	    errno != EINPROGRESS)
 		goto fail;
-	if (wait_fd(fd, POLLOUT, &deadline) < 0 || fd_set_nonblock(fd, false, NULL) < 0 ||
-	    fd_write_all(fd, req->data, req->len, NULL) < 0)
+	if (wait_fd(sock->fd, POLLOUT, &deadline) < 0 ||
+	    (tls && handshake(sock, tls, ep->name, &deadline) < 0) ||
+	    exec_sock_write_all(sock, req->data, req->len) < 0)
 		goto fail;
 	char chunk[4096];
 	for (;;) {
-		if (wait_fd(fd, POLLIN, &deadline) < 0)
+		if (!exec_sock_pending(sock) && wait_fd(sock->fd, POLLIN, &deadline) < 0)
 			goto fail;
-		ssize_t n = read(fd, chunk, sizeof chunk);
+		ssize_t n = exec_sock_read(sock, chunk, sizeof chunk);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
 		if (n <= 0 || buf_append(rest, chunk, (size_t)n, NULL) < 0)
 			goto fail;
 		const char *end = memmem(rest->data, rest->len, "\r\n\r\n", 4);
@@ -157,35 +190,38 @@ static int dial_back(const struct sockaddr_storage *addr, unsigned addr_len, con
 			goto fail;
 		}
 		buf_consume(rest, (size_t)(end + 4 - rest->data));
-		return fd;
+		return fd_set_nonblock(sock->fd, false, NULL) < 0 ? -1 : 0;
 	}
 fail:
-	close(fd);
+	SSL_free(sock->ssl);
+	close(sock->fd);
+	*sock = (struct exec_sock){ .fd = -1 };
 	return -1;
 }
 
-__attribute__((noreturn)) static void relay_main(const struct sockaddr_storage *addr,
-						 unsigned addr_len, const struct buf *req,
-						 struct exec_pump_args *a, const char *error)
+__attribute__((noreturn)) static void relay_main(const struct gw_endpoint *ep, SSL_CTX *tls,
+						 const struct buf *req, struct exec_pump_args *a,
+						 const char *error)
 {
 	os_error err = { 0 };
 	/* Forked from the supervisor: shed its descriptors (proxy sockets, the
 	 * audit log, the session, the event loop) before anything else; only
-	 * the sandbox's pidfd goes on (stdio stays: the supervisor's log). */
+	 * the sandbox's pidfd goes on (stdio stays: the supervisor's log). The
+	 * TLS context is memory (the CA was read at start), not an fd. */
 	int keep = a->join_pidfd;
 	if (fd_close_from(3, &keep, keep >= 0 ? 1 : 0, &err) < 0 || loop_sigmask_reset(&err) < 0 ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(125);
 	struct buf rest;
 	buf_init(&rest, HEAD_MAX + EXECFRAME_MAX_PAYLOAD);
-	a->sock = dial_back(addr, addr_len, req, &rest);
-	if (a->sock < 0)
+	if (dial_back(ep, tls, req, &rest, &a->sock) < 0)
 		_exit(125);
 	if (error) {
 		struct buf out;
 		buf_init(&out, 8192);
 		execframe_put(&out, EXECFRAME_ERROR, error, strlen(error), NULL);
-		fd_write_all(a->sock, out.data, out.len, NULL);
+		exec_sock_write_all(&a->sock, out.data, out.len);
+		exec_sock_end(&a->sock);
 		_exit(125);
 	}
 	a->early = (const uint8_t *)rest.data;
@@ -213,11 +249,8 @@ void exec_service_request(void *user, const struct session_msg *m)
 		if (!x->relays[i])
 			slot = i;
 	struct buf req;
-	struct sockaddr_storage addr;
-	unsigned addr_len;
 	buf_init(&req, 16384);
-	if (!x->session ||
-	    gw_session_exec_request(x->session, m->exec_id, &req, &addr, &addr_len, &err) < 0) {
+	if (!x->session || gw_session_exec_request(x->session, m->exec_id, &req, &err) < 0) {
 		log_warn("exec %s: %s", m->exec_id, err.msg[0] ? err.msg : "no session");
 		buf_free(&req);
 		return;
@@ -247,9 +280,11 @@ void exec_service_request(void *user, const struct session_msg *m)
 				    .tty = m->exec_tty,
 				    .rows = m->exec_rows,
 				    .cols = m->exec_cols };
+	SSL_CTX *tls = NULL;
+	const struct gw_endpoint *ep = gw_session_endpoint(x->session, &tls);
 	pid_t pid = fork();
 	if (pid == 0)
-		relay_main(&addr, addr_len, &req, &a, error);
+		relay_main(ep, tls, &req, &a, error);
 	buf_free(&req);
 	if (pid < 0) {
 		log_warn("exec %s: fork: %s", m->exec_id, strerror(errno));

@@ -42,6 +42,7 @@ struct options {
 	char launcher_buf[PATH_MAX];
 	uint64_t max_processes, max_memory_mb; /* operator limits, 0 = none */
 	const char *gateway_url, *token_file; /* session with the gateway, or NULL */
+	const char *gateway_ca; /* https: CA that signed the gateway's certificate */
 };
 
 static void usage(void)
@@ -52,7 +53,8 @@ static void usage(void)
 		" [--binary-identity kernel|endpoint-only]\n"
 		"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
 		" -- CMD [ARG...]\n"
-		"         [--gateway unix:/PATH|http://IP:PORT --token-file FILE]\n"
+		"         [--gateway unix:/PATH|http://HOST:PORT|https://HOST:PORT"
+		" --token-file FILE [--gateway-ca FILE]]\n"
 		"       split: --split-key FILE --split-control-port N [--split-mode local|pod]\n"
 		"         [--split-listen IP] [--split-advertise IP] [--split-confirm-timeout "
 		"MS]\n");
@@ -153,6 +155,8 @@ static int parse_args(int argc, char **argv, struct options *o, os_error *err)
 			o->gateway_url = v;
 		else if (strcmp(a, "--token-file") == 0)
 			o->token_file = v;
+		else if (strcmp(a, "--gateway-ca") == 0)
+			o->gateway_ca = v;
 		else if (strncmp(a, "--split-", 8) == 0) {
 			if (split_arg(a + 8, v, &o->desc, err) < 0)
 				return -1;
@@ -166,6 +170,8 @@ static int parse_args(int argc, char **argv, struct options *o, os_error *err)
 			"--backend, --sandbox-id, --proxy-port and --policy are required");
 	if (!o->gateway_url != !o->token_file)
 		return os_error_set(err, EINVAL, "--gateway and --token-file go together");
+	if (o->gateway_ca && !o->gateway_url)
+		return os_error_set(err, EINVAL, "--gateway-ca needs --gateway https://...");
 	o->egress.sandbox_id = o->desc.sandbox_id;
 	o->egress.audit_log = o->audit_log;
 	if (!o->egress.run_dir) {
@@ -436,6 +442,7 @@ static int start_gateway_session(const struct options *o, struct session *s, os_
 	if (!o->gateway_url)
 		return 0;
 	struct gw_session_options go = { .gateway_url = o->gateway_url,
+					 .gateway_ca = o->gateway_ca,
 					 .token_file = o->token_file,
 					 .sandbox_id = o->desc.sandbox_id,
 					 .apply = apply_pushed,

@@ -23,6 +23,7 @@
 #include "parse.h"
 #include "session_net.h"
 #include "session_stream.h"
+#include "session_tls.h"
 
 #define POSTS_MAX 8
 #define POST_TIMEOUT_MS 5000
@@ -40,9 +41,9 @@ struct gw_session {
 	struct gw_session_options o;
 	char id[SESSION_ID_MAX];
 	char token[GW_SESSION_TOKEN_MAX + 1];
-	char host[300];
-	struct sockaddr_storage addr;
-	unsigned addr_len;
+	struct gw_endpoint ep;
+	SSL_CTX *tls; /* https: one context for every connection, else NULL */
+	char last_fail[OS_ERROR_MSG_MAX]; /* why the last dial failed, logged once */
 	struct gw_conn *stream; /* NULL while waiting to redial */
 	struct session_stream reader;
 	bool up; /* hello received on the current stream */
@@ -107,14 +108,14 @@ static void post(struct gw_session *s, const char *leaf, const json_t *body)
 	snprintf(auth, sizeof(auth), "Bearer %s", s->token);
 	struct post *p = calloc(1, sizeof(*p));
 	if (!p || http_write_request_line(&req, "POST", target, &err) < 0 ||
-	    http_write_header(&req, "Host", s->host, &err) < 0 ||
+	    http_write_header(&req, "Host", s->ep.host, &err) < 0 ||
 	    http_write_header(&req, "Authorization", auth, &err) < 0 ||
 	    http_write_header(&req, "Content-Type", "application/json", &err) < 0 ||
 	    http_write_content_length(&req, strlen(text), &err) < 0 ||
 	    http_write_header(&req, "Connection", "close", &err) < 0 ||
 	    http_write_head_end(&req, &err) < 0 || buf_append_str(&req, text, &err) < 0 ||
-	    gw_conn_open(s->loop, &s->addr, s->addr_len, req.data, req.len, POST_TIMEOUT_MS,
-			 post_event, p, &p->conn, &err) < 0) {
+	    gw_conn_open(s->loop, &s->ep, s->tls, req.data, req.len, POST_TIMEOUT_MS, post_event, p,
+			 &p->conn, &err) < 0) {
 		log_warn("session: %s report not sent: %s", leaf,
 			 err.msg[0] ? err.msg : "no memory");
 		free(p);
@@ -164,6 +165,7 @@ static int on_message(void *user, const struct session_msg *m, os_error *err)
 					    m->sandbox, s->id);
 		s->up = true;
 		s->backoff_ms = 0;
+		s->last_fail[0] = '\0';
 		log_info("session: connected to the gateway (policy revision %llu there)",
 			 (unsigned long long)m->revision);
 		return 0;
@@ -188,21 +190,25 @@ static int on_message(void *user, const struct session_msg *m, os_error *err)
 }
 
 int gw_session_exec_request(const struct gw_session *s, const char *exec_id, struct buf *req,
-			    struct sockaddr_storage *addr, unsigned *addr_len, os_error *err)
+			    os_error *err)
 {
 	char target[200], auth[GW_SESSION_TOKEN_MAX + 8];
 	snprintf(target, sizeof(target), "/v1/supervisor/sandboxes/%s/exec/%s", s->id, exec_id);
 	snprintf(auth, sizeof(auth), "Bearer %s", s->token);
 	if (http_write_request_line(req, "POST", target, err) < 0 ||
-	    http_write_header(req, "Host", s->host, err) < 0 ||
+	    http_write_header(req, "Host", s->ep.host, err) < 0 ||
 	    http_write_header(req, "Authorization", auth, err) < 0 ||
 	    http_write_header(req, "Upgrade", EXECFRAME_UPGRADE, err) < 0 ||
 	    http_write_header(req, "Connection", "Upgrade", err) < 0 ||
 	    http_write_content_length(req, 0, err) < 0 || http_write_head_end(req, err) < 0)
 		return -1;
-	*addr = s->addr;
-	*addr_len = s->addr_len;
 	return 0;
+}
+
+const struct gw_endpoint *gw_session_endpoint(const struct gw_session *s, SSL_CTX **tls)
+{
+	*tls = s->tls;
+	return &s->ep;
 }
 
 static void schedule_redial(struct gw_session *s, uint64_t at_least_ms)
@@ -242,7 +248,15 @@ static void stream_event(struct gw_conn *c, enum gw_conn_event ev, const char *d
 	case GW_CONN_END:
 		return drop_stream(s, s->up ? "the gateway closed the session" : NULL, 0);
 	case GW_CONN_ERROR:
-		return drop_stream(s, s->up ? cerr->msg : NULL, 0);
+		if (s->up)
+			return drop_stream(s, cerr->msg, 0);
+		/* Before a session: once per distinct reason, not once per retry
+		 * (a wrong CA would otherwise fill the log every few seconds). */
+		if (strcmp(s->last_fail, cerr->msg) != 0) {
+			log_warn("session: cannot reach the gateway: %s; retrying", cerr->msg);
+			snprintf(s->last_fail, sizeof(s->last_fail), "%s", cerr->msg);
+		}
+		return drop_stream(s, NULL, 0);
 	case GW_CONN_TIMEOUT:
 		return drop_stream(s, "no word from the gateway", 0);
 	}
@@ -258,11 +272,11 @@ static void dial(struct gw_session *s)
 	snprintf(auth, sizeof(auth), "Bearer %s", s->token);
 	session_stream_init(&s->reader);
 	if (http_write_request_line(&req, "GET", target, &err) < 0 ||
-	    http_write_header(&req, "Host", s->host, &err) < 0 ||
+	    http_write_header(&req, "Host", s->ep.host, &err) < 0 ||
 	    http_write_header(&req, "Authorization", auth, &err) < 0 ||
 	    http_write_header(&req, "Accept", "application/x-ndjson", &err) < 0 ||
 	    http_write_head_end(&req, &err) < 0 ||
-	    gw_conn_open(s->loop, &s->addr, s->addr_len, req.data, req.len, GW_SESSION_WATCHDOG_MS,
+	    gw_conn_open(s->loop, &s->ep, s->tls, req.data, req.len, GW_SESSION_WATCHDOG_MS,
 			 stream_event, s, &s->stream, &err) < 0) {
 		s->stream = NULL;
 		session_stream_free(&s->reader);
@@ -312,6 +326,21 @@ static int test_hook(struct gw_session *s, os_error *err)
 	return loop_signal_add(s->loop, SIGUSR2, on_cut, s, &s->cut_sig, err);
 }
 
+/* https: the one verifying context; a CA for a plain gateway is a mistake
+ * worth stopping for (the operator believes the link is protected). */
+static int tls_setup(struct gw_session *s, const struct gw_session_options *o, os_error *err)
+{
+	if (!s->ep.tls && o->gateway_ca)
+		return os_error_set(err, EINVAL,
+				    "--gateway-ca %s needs an https:// --gateway (got %s)",
+				    o->gateway_ca, o->gateway_url);
+	if (!s->ep.tls)
+		return 0;
+	if (session_tls_ctx_new(o->gateway_ca, &s->tls, err) < 0)
+		return -1;
+	return 0;
+}
+
 int gw_session_new(struct loop *l, const struct gw_session_options *o, struct gw_session **out,
 		   os_error *err)
 {
@@ -321,8 +350,7 @@ int gw_session_new(struct loop *l, const struct gw_session_options *o, struct gw
 	s->loop = l;
 	s->o = *o;
 	if (!o->apply || str_copy(s->id, sizeof(s->id), o->sandbox_id, err) < 0 ||
-	    gw_session_parse_url(o->gateway_url, &s->addr, &s->addr_len, s->host, sizeof(s->host),
-				 err) < 0 ||
+	    gw_session_parse_url(o->gateway_url, &s->ep, err) < 0 || tls_setup(s, o, err) < 0 ||
 	    gw_session_read_token(o->token_file, s->token, sizeof(s->token), err) < 0 ||
 	    loop_timer_add(l, 0, 0, on_redial, s, &s->redial, err) < 0 ||
 	    loop_timer_add(l, GW_SESSION_HEARTBEAT_MS, GW_SESSION_HEARTBEAT_MS, on_beat, s,
@@ -355,5 +383,6 @@ void gw_session_free(struct gw_session *s)
 	if (s->cut_sig)
 		loop_signal_remove(s->cut_sig);
 	explicit_bzero(s->token, sizeof(s->token));
+	SSL_CTX_free(s->tls);
 	free(s);
 }

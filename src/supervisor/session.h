@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "error.h"
 #include "loop.h"
+#include "session_net.h"
 #include "session_stream.h"
 
 #define GW_SESSION_HEARTBEAT_MS 1000
@@ -30,7 +31,8 @@ typedef int (*gw_session_apply_fn)(void *user, const char *yaml, size_t len, uin
 typedef void (*gw_session_exec_fn)(void *user, const struct session_msg *m);
 
 struct gw_session_options {
-	const char *gateway_url; /* "unix:/path" or "http://IP:PORT" */
+	const char *gateway_url; /* "unix:/path", "http://HOST:PORT" or "https://HOST:PORT" */
+	const char *gateway_ca; /* https: PEM CA bundle to verify it; NULL: the system store */
 	const char *token_file; /* regular file, ours, no group/other access */
 	const char *sandbox_id;
 	gw_session_apply_fn apply;
@@ -41,22 +43,23 @@ struct gw_session_options {
 
 struct gw_session;
 
-/* Reads the token and parses the URL now, so a bad flag fails start-up;
- * the first dial happens on the loop. */
+/* Reads the token, parses the URL and loads the CA now, so a bad flag
+ * fails start-up; the first dial happens on the loop. The TLS context is
+ * made here once and shared by the stream, the reports and exec relays. */
 int gw_session_new(struct loop *l, const struct gw_session_options *o, struct gw_session **out,
 		   os_error *err);
 void gw_session_free(struct gw_session *s);
 
 /* The request that attaches an exec relay to the gateway (POST
- * .../exec/ID with Upgrade), and where to send it. */
-struct sockaddr_storage;
+ * .../exec/ID with Upgrade). */
 int gw_session_exec_request(const struct gw_session *s, const char *exec_id, struct buf *req,
-			    struct sockaddr_storage *addr, unsigned *addr_len, os_error *err);
+			    os_error *err);
+/* Where the gateway is, and the TLS context to reach it with (NULL for
+ * http:// and unix:). Both live as long as the session. */
+const struct gw_endpoint *gw_session_endpoint(const struct gw_session *s, SSL_CTX **tls);
 
 /* Parsing helpers, exposed for tests. */
-struct sockaddr_storage;
-int gw_session_parse_url(const char *url, struct sockaddr_storage *addr, unsigned *addr_len,
-			 char *host, size_t host_cap, os_error *err);
+int gw_session_parse_url(const char *url, struct gw_endpoint *ep, os_error *err);
 int gw_session_read_token(const char *path, char *tok, size_t cap, os_error *err);
 
 #endif

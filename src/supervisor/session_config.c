@@ -1,7 +1,7 @@
 /* session_config.c - the session's two operator inputs: the gateway URL
- * (an address, or a name resolved once here at start-up, before the loop
- * runs: a Kubernetes Service name is stable, and resolving later would block
- * the loop) and the token file (readable by us alone, or refused: a token
+ * (unix:, http:// or https://; an address, or a name resolved once here at
+ * start-up, before the loop runs: a Kubernetes Service name is stable, and
+ * resolving later would block the loop) and the token file (readable by us alone, or refused: a token
  * other users could read is a leaked token). Never logs the token. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,64 +41,71 @@ static int resolve_once(const char *name, uint16_t port, struct sockaddr_storage
 	snprintf(service, sizeof service, "%u", (unsigned)port);
 	int rc = getaddrinfo(name, service, &hints, &res);
 	if (rc != 0)
-		return os_error_set(err, EHOSTUNREACH, "--gateway http://%s: cannot resolve: %s",
-				    name, gai_strerror(rc));
+		return os_error_set(err, EHOSTUNREACH, "--gateway %s: cannot resolve: %s", name,
+				    gai_strerror(rc));
 	memcpy(addr, res->ai_addr, res->ai_addrlen);
 	*len = (unsigned)res->ai_addrlen;
 	freeaddrinfo(res);
 	return 0;
 }
 
-static int parse_http(const char *rest, struct sockaddr_storage *addr, unsigned *len, char *host,
-		      size_t host_cap, os_error *err)
+/* http:// or https://HOST[:PORT][/]. Over TLS, HOST as written is what the
+ * certificate must name, even when it is resolved to an address here. */
+static int parse_http(const char *rest, bool tls, struct gw_endpoint *ep, os_error *err)
 {
+	const char *scheme = tls ? "https" : "http";
 	size_t n = strcspn(rest, "/");
 	if (rest[n] && strcmp(rest + n, "/") != 0)
-		return os_error_set(err, EINVAL, "--gateway http://HOST:PORT takes no path");
+		return os_error_set(err, EINVAL, "--gateway %s://HOST:PORT takes no path", scheme);
 	struct http_authority a;
-	if (http_parse_authority(rest, n, 80, false, &a, err) < 0)
+	if (http_parse_authority(rest, n, tls ? 443 : 80, false, &a, err) < 0)
 		return os_error_prefix(err, "--gateway");
-	char h[64];
+	char h[256];
 	if (a.host.len >= sizeof(h))
 		return os_error_set(err, EINVAL, "--gateway: host too long");
 	memcpy(h, a.host.p, a.host.len);
 	h[a.host.len] = '\0';
+	memcpy(ep->name, h, a.host.len + 1);
 	if (!strcmp(h, "localhost"))
 		str_copy(h, sizeof(h), "127.0.0.1", NULL);
-	struct sockaddr_in *sin = (struct sockaddr_in *)addr;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)addr;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ep->addr;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ep->addr;
 	if (!a.ipv6 && inet_pton(AF_INET, h, &sin->sin_addr) == 1) {
 		sin->sin_family = AF_INET;
 		sin->sin_port = htons(a.port);
-		*len = (unsigned)sizeof(*sin);
+		ep->addr_len = (unsigned)sizeof(*sin);
 	} else if (a.ipv6 && inet_pton(AF_INET6, h, &sin6->sin6_addr) == 1) {
 		sin6->sin6_family = AF_INET6;
 		sin6->sin6_port = htons(a.port);
-		*len = (unsigned)sizeof(*sin6);
-	} else if (!a.ipv6 && resolve_once(h, a.port, addr, len, err) < 0) {
-		return -1;
+		ep->addr_len = (unsigned)sizeof(*sin6);
+	} else if (a.ipv6 || resolve_once(h, a.port, &ep->addr, &ep->addr_len, err) < 0) {
+		return a.ipv6 ? os_error_set(err, EINVAL, "--gateway: bad IPv6 address %s", h) : -1;
 	}
-	if (n >= host_cap)
+	if (n >= sizeof(ep->host))
 		return os_error_set(err, EINVAL, "--gateway: authority too long");
-	memcpy(host, rest, n);
-	host[n] = '\0';
+	memcpy(ep->host, rest, n);
+	ep->host[n] = '\0';
+	ep->tls = tls;
+	if (!tls)
+		ep->name[0] = '\0';
 	return 0;
 }
 
-int gw_session_parse_url(const char *url, struct sockaddr_storage *addr, unsigned *addr_len,
-			 char *host, size_t host_cap, os_error *err)
+int gw_session_parse_url(const char *url, struct gw_endpoint *ep, os_error *err)
 {
-	memset(addr, 0, sizeof(*addr));
+	memset(ep, 0, sizeof(*ep));
 	if (str_has_prefix(url, "unix:")) {
-		if (str_copy(host, host_cap, "localhost", err) < 0)
+		if (str_copy(ep->host, sizeof(ep->host), "localhost", err) < 0)
 			return -1;
-		return parse_unix(url + 5, addr, addr_len, err);
+		return parse_unix(url + 5, &ep->addr, &ep->addr_len, err);
 	}
 	if (str_has_prefix(url, "http://"))
-		return parse_http(url + 7, addr, addr_len, host, host_cap, err);
+		return parse_http(url + 7, false, ep, err);
+	if (str_has_prefix(url, "https://"))
+		return parse_http(url + 8, true, ep, err);
 	return os_error_set(err, EINVAL,
-			    "--gateway \"%s\": expected unix:/PATH or http://IP:PORT (https is "
-			    "not supported)",
+			    "--gateway \"%s\": expected unix:/PATH, http://HOST:PORT or "
+			    "https://HOST:PORT",
 			    url);
 }
 

@@ -3,7 +3,7 @@
 # the rendered gateway.toml (read back by our own TOML parser and config
 # loader), values schema, server-side dry-run of every object, Pod Security
 # of the gateway Pod, and the reach of its RBAC (by impersonation).
-import os, sys, tomllib, uuid
+import json, os, sys, tomllib, uuid
 
 import pytest
 
@@ -173,6 +173,7 @@ def test_unavailable_supervisor_class_is_reported_at_startup(helm, kube, runtime
     ({"supervisor": {"runtimeClass": "kata"}}, "at '/supervisor'"),
     ({"server": {"dnsPeers": [{"port": 53, "podselector": {}}]}}, "at '/server/dnsPeers/0'"),
     ({"persistence": {"enable": False}}, "at '/persistence'"),
+    ({"server": {"tls": {"secret": "gw-tls"}}}, "at '/server/tls'"),
 ])
 def test_schema_rejects_unknown_keys(helm, values, where):
     err = helm.template_error(values)
@@ -195,6 +196,8 @@ def test_schema_rejects_unknown_keys(helm, values, where):
     ({"server": {"workspaceStorageSize": "ten gigs"}}, "/server/workspaceStorageSize"),
     ({"supervisor": {"image": {"repository": "openshell/supervisor", "tag": "1 2"}}},
      "/supervisor/image/tag"),
+    ({"server": {"tls": {"secretName": "GW_TLS"}}}, "/server/tls/secretName"),
+    ({"server": {"tls": {"caSecretName": ["gw-ca"]}}}, "/server/tls/caSecretName"),
 ])
 def test_schema_rejects_wrong_types_and_values(helm, values, where):
     err = helm.template_error(values)
@@ -217,9 +220,76 @@ def test_schema_accepts_the_same_keys_with_valid_values(helm):
      "supervisor.runtimeClassName=\"kata-supervisor\" needs server.topology=dedicated-supervisor"),
     ({"server": {"workspaceStorageClass": "fast"}},
      "server.workspaceStorageClass needs server.workspaceStorageSize"),
+    ({"server": {"tls": {"caSecretName": "gw-ca"}}},
+     "server.tls.caSecretName needs server.tls.secretName"),
+    ({"server": {"tls": {"clientCaSecretName": "gw-client-ca"}}},
+     "server.tls.clientCaSecretName needs server.tls.secretName"),
+    ({"server": {"tls": {"secretName": "gw-tls"}, "gatewayEndpoint": "http://gw:17670"}},
+     "must be https:// when server.tls.secretName is set"),
 ])
 def test_inconsistent_values_fail_with_a_clear_message(helm, values, message):
     assert message in helm.template_error(values)
+
+
+# ---- TLS on the gateway's port ----------------------------------------------
+
+TLS_VALUES = {"secretName": "gw-tls", "clientCaSecretName": "gw-client-ca",
+              "caSecretName": "gw-ca"}
+
+
+def test_tls_values_render_the_gateway_keys_and_an_https_endpoint(helm):
+    plain = tomllib.loads(render_toml(helm))
+    assert not [k for k in plain["openshell"]["gateway"] if k.startswith("tls_")]  # control
+    assert "gateway_ca_secret" not in kube_section(render_toml(helm))
+    doc = tomllib.loads(render_toml(helm, {"server": {"tls": TLS_VALUES}}))
+    g, k = doc["openshell"]["gateway"], doc["openshell"]["drivers"]["kubernetes"]
+    assert (g["tls_cert_file"], g["tls_key_file"], g["tls_client_ca_file"]) == (
+        "/etc/openshell-tls/tls.crt", "/etc/openshell-tls/tls.key",
+        "/etc/openshell-client-ca/ca.crt")
+    assert k["gateway_endpoint"] == "https://t-openshell.osh.svc:17670"
+    assert k["gateway_ca_secret"] == "gw-ca"
+    # Without a client CA or a gateway CA: TLS alone, nothing rendered empty.
+    text = render_toml(helm, {"server": {"tls": {"secretName": "gw-tls"}}})
+    doc = tomllib.loads(text)
+    assert "tls_client_ca_file" not in doc["openshell"]["gateway"]
+    assert "gateway_ca_secret" not in doc["openshell"]["drivers"]["kubernetes"]
+    assert '""' not in text
+    # An explicit https endpoint is kept as given.
+    k = kube_section(render_toml(helm, {"server": {"tls": TLS_VALUES,
+                                                   "gatewayEndpoint": "https://gw.example:443"}}))
+    assert k["gateway_endpoint"] == "https://gw.example:443"
+
+
+def test_tls_config_is_accepted_by_the_gateway_config_loader(helm, kube):
+    ns = kube.client.create_namespace("sbx")
+    text = render_toml(helm, {"server": {"tls": TLS_VALUES, "sandboxNamespace": ns}})
+    rc, out, err = hu.check_config(text, kube.kubeconfig)
+    assert rc == 0 and out["ok"], err
+    # Control: the loader does read gateway_ca_secret (and refuses it for http://).
+    rc, _, err = hu.check_config(text.replace('"https://', '"http://'), kube.kubeconfig)
+    assert rc != 0 and "gateway_ca_secret" in err, err
+
+
+def test_tls_deployment_mounts_the_secrets_and_probes_https(helm, kube):
+    c = kube.client
+    rel_ns = c.create_namespace("gw")
+    rendered = helm.template({"server": {"tls": TLS_VALUES}}, namespace=rel_ns)
+    dep = [d for d in hu.split_docs(rendered) if d["kind"] == "Deployment"][0]
+    out = hu.post_yaml(c, hu.collection_path(dep), dep["text"], dryRun="All")
+    spec = out["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in spec["volumes"]}
+    assert vols["tls"]["secret"]["secretName"] == "gw-tls"
+    assert [i["key"] for i in vols["tls"]["secret"]["items"]] == ["tls.crt", "tls.key"]
+    assert vols["tls"]["secret"]["defaultMode"] == 0o400
+    assert vols["client-ca"]["secret"]["secretName"] == "gw-client-ca"
+    ctr = spec["containers"][0]
+    mounts = {m["name"]: m for m in ctr["volumeMounts"]}
+    assert mounts["tls"]["mountPath"] == "/etc/openshell-tls" and mounts["tls"]["readOnly"]
+    assert mounts["client-ca"]["mountPath"] == "/etc/openshell-client-ca"
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert ctr[probe]["httpGet"]["scheme"] == "HTTPS", ctr[probe]
+    # The gateway CA Secret lives in the sandbox namespace: the gateway never mounts it.
+    assert "gw-ca" not in json.dumps(spec)
 
 
 # ---- server-side dry-run of every rendered object ---------------------------
@@ -233,7 +303,7 @@ EXPECTED_KINDS = {"ConfigMap", "ServiceAccount", "Service", "PersistentVolumeCla
      "server": {"dnsPeers": [{"podSelector": {"k8s-app": "kube-dns"}, "port": 53}]},
      "resources": {"requests": {"cpu": "100m"}}, "tolerations": [{"operator": "Exists"}],
      "imagePullSecrets": ["regcred"], "podAnnotations": {"a": "b"}},
-    (hu.SEED_VALUES,))])
+    (hu.SEED_VALUES,)), ({"server": {"tls": TLS_VALUES}}, ())])
 def test_every_rendered_object_passes_server_side_dry_run(helm, kube, values, files):
     c = kube.client
     rel_ns, sbx_ns = c.create_namespace("gw"), c.create_namespace("sbx")

@@ -1,8 +1,11 @@
 """TLS and mTLS on the gateway's TCP listener, end to end with the real
 gateway, CLI and supervisors: the CLI reaches an https:// gateway only with a
-CA that signed its certificate; with tls_client_ca_file only clients holding
-a certificate from that CA get through the handshake (and still need the
-bearer token); `sandbox exec`'s upgraded connection speaks TLS too; a bad
+CA that signed its certificate; with tls_client_ca_file a certificate from
+another CA fails the handshake, and a client without one gets through it but
+is refused every admin route with a 403 that says what to set (supervisors,
+which hold a sandbox token and no certificate, use the same port: see
+test_supervisor_session_tls.py); a good certificate still needs the bearer
+token; `sandbox exec`'s upgraded connection speaks TLS too; a bad
 key or certificate stops the gateway at start with the file named. A
 throwaway CA is made with the openssl command line; nothing leaves 127.0.0.1."""
 
@@ -18,6 +21,8 @@ import warnings
 import pytest
 
 from gateway_util import CLI, GATEWAY, SUPERVISOR, Gateway, free_port
+from tls_util import (CLIENT_EXT, SERVER_EXT, client_ctx, make_pki, remove_pki, tls_env,
+                      tls_gateway_env)
 
 pytestmark = pytest.mark.skipif(
     not all(os.path.exists(p) for p in (CLI, GATEWAY, SUPERVISOR)), reason="binaries not built")
@@ -30,66 +35,18 @@ filesystem_policy:
 """
 
 
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def make_ca(d, name):
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", f"{name}.key", "-out", f"{name}.pem", "-days", "2", "-subj",
-            f"/CN={name}", "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=d)
-
-
-def make_leaf(d, name, ca, ext):
-    with open(os.path.join(d, f"{name}.ext"), "w") as f:
-        f.write(ext)
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
-    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
-            "-set_serial", str(int.from_bytes(os.urandom(8), "big")), "-days", "2",
-            "-extfile", f"{name}.ext", "-out", f"{name}.pem", cwd=d)
-    os.chmod(os.path.join(d, f"{name}.key"), 0o600)
-
-
 @pytest.fixture(scope="module")
 def pki():
-    d = tempfile.mkdtemp(prefix="ostls-", dir="/var/tmp")
-    make_ca(d, "ca")
-    make_ca(d, "other-ca")
-    make_leaf(d, "server", "ca", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    make_leaf(d, "client", "ca", "extendedKeyUsage=clientAuth\n")
-    make_leaf(d, "rogue", "other-ca", "extendedKeyUsage=clientAuth\n")
-    yield {n: os.path.join(d, n) for n in ("ca.pem", "other-ca.pem", "server.pem", "server.key",
-                                            "client.pem", "client.key", "rogue.pem",
-                                            "rogue.key")} | {"dir": d}
-    subprocess.run(["rm", "-rf", d])
-
-
-def client_ctx(pki, cert=None):
-    ctx = ssl.create_default_context(cafile=pki["ca.pem"])
-    if cert:
-        ctx.load_cert_chain(pki[f"{cert}.pem"], pki[f"{cert}.key"])
-    return ctx
+    p = make_pki({"server": ("ca", SERVER_EXT), "client": ("ca", CLIENT_EXT),
+                  "rogue": ("other-ca", CLIENT_EXT)})
+    yield p
+    remove_pki(p)
 
 
 def start(pki, client_ca=False):
-    env = {"OPENSHELL_GATEWAY_TLS_CERT_FILE": pki["server.pem"],
-           "OPENSHELL_GATEWAY_TLS_KEY_FILE": pki["server.key"]}
-    if client_ca:
-        env["OPENSHELL_GATEWAY_TLS_CLIENT_CA_FILE"] = pki["ca.pem"]
-    g = Gateway(extra_env=env, ssl_context=client_ctx(pki, "client" if client_ca else None))
+    g = Gateway(extra_env=tls_gateway_env(pki, client_ca=client_ca),
+                ssl_context=client_ctx(pki, "client" if client_ca else None))
     return g.start()
-
-
-def tls_env(g, **kw):
-    """CLI environment for https:// to g; kw: ca=, cert=, key= paths (None: unset)."""
-    e = {"OPENSHELL_GATEWAY": f"https://127.0.0.1:{g.port}"}
-    for k, var in (("ca", "OPENSHELL_TLS_CA"), ("cert", "OPENSHELL_TLS_CERT"),
-                   ("key", "OPENSHELL_TLS_KEY")):
-        if kw.get(k):
-            e[var] = kw[k]
-    return e
 
 
 @pytest.fixture(scope="module")
@@ -161,16 +118,24 @@ def test_only_tls_1_2_and_newer_is_spoken(tls_gw, pki):
     assert "PROTOCOL_VERSION" in str(e.value).upper(), e.value
 
 
-def test_mtls_without_a_client_certificate_fails_the_handshake(mtls_gw, pki):
-    with socket.create_connection(("127.0.0.1", mtls_gw.port), timeout=10) as raw:
-        with pytest.raises((ssl.SSLError, ConnectionResetError)):
-            with client_ctx(pki).wrap_socket(raw, server_hostname="127.0.0.1") as s:
-                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
-                assert s.recv(100) == b""  # TLS 1.3: the refusal comes after the client's Finished
+def test_mtls_without_a_client_certificate_is_refused_admin_routes(mtls_gw, pki):
+    # The handshake succeeds without a certificate (supervisors have none)...
+    noc = Gateway(state_dir=mtls_gw.state_dir, ssl_context=client_ctx(pki))
+    noc.port = mtls_gw.port
+    assert noc.request("GET", "/v1/health", token=None)[0] == 200
+    # ...but no admin route answers, even with the admin token.
+    for method, path in (("GET", "/v1/sandboxes"), ("GET", "/v1/gateway/status"),
+                         ("POST", "/v1/sandboxes")):
+        st, body = noc.request(method, path)
+        assert st == 403, (path, st, body)
+        assert body["error"] == "client_certificate_required", body
+        assert "OPENSHELL_TLS_CERT" in body["message"], body
+    # Positive control: the same request with the client certificate.
+    assert mtls_gw.request("GET", "/v1/sandboxes")[0] == 200
     r = mtls_gw.cli("sandbox", "list", env=tls_env(mtls_gw, ca=pki["ca.pem"]))
     assert r.returncode == 1, r
-    assert "requires a client certificate" in r.stderr and "OPENSHELL_TLS_CERT" in r.stderr, \
-        r.stderr
+    assert "requires a client certificate" in r.stderr and "OPENSHELL_TLS_CERT" in r.stderr \
+        and "OPENSHELL_TLS_KEY" in r.stderr, r.stderr
 
 
 def test_mtls_refuses_a_client_certificate_from_another_ca(mtls_gw, pki):

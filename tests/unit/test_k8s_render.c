@@ -526,6 +526,101 @@ static void gateway_session_flags_and_token(void **state)
 	unload(&f);
 }
 
+/* The gateway's CA, from the operator's Secret: mounted read-only (ca.crt
+ * only) and named by --gateway-ca in both topologies, only when the
+ * supervisor dials the gateway; refused for a plain http:// endpoint. */
+static bool has_ca_mount(const json_t *container)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach (json_object_get(container, "volumeMounts"), i, m)
+		if (!strcmp(json_string_value(json_object_get(m, "name")), "gateway-ca"))
+			return !strcmp(json_string_value(json_object_get(m, "mountPath")),
+				       "/etc/openshell/gateway-ca") &&
+			       json_is_true(json_object_get(m, "readOnly"));
+	return false;
+}
+
+static const json_t *ca_volume(const json_t *pod)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach (P(pod, "spec", "volumes"), i, v)
+		if (!strcmp(json_string_value(json_object_get(v, "name")), "gateway-ca"))
+			return v;
+	return NULL;
+}
+
+static void check_ca_pod(json_t *pod, bool want)
+{
+	const json_t *c = json_array_get(P(pod, "spec", "containers"), 0);
+	_cleanup_free_ char *line = json_dumps(json_object_get(c, "command"), 0);
+	const json_t *vol = ca_volume(pod);
+	if (!want) {
+		assert_null(strstr(line, "--gateway-ca"));
+		assert_false(has_ca_mount(c));
+		assert_null(vol);
+		json_decref(pod);
+		return;
+	}
+	assert_non_null(strstr(line,
+			       "\"--token-file\", \"/etc/openshell/credentials/token\", "
+			       "\"--gateway-ca\", \"/etc/openshell/gateway-ca/ca.crt\", \"--\""));
+	assert_true(has_ca_mount(c));
+	assert_non_null(vol);
+	assert_string_equal(json_string_value(P(vol, "secret", "secretName")), "gw-ca");
+	assert_int_equal(json_array_size(P(vol, "secret", "items")), 1);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(P(vol, "secret", "items"), 0), "key")),
+			    "ca.crt");
+	json_decref(pod);
+}
+
+static void gateway_ca_secret_is_mounted_and_named(void **state)
+{
+	struct fx f;
+	os_error err = { 0 };
+	for (int topo = 0; topo < 2; topo++) {
+		char extra[256];
+		snprintf(
+			extra, sizeof extra,
+			"topology = \"%s\"\ngateway_endpoint = \"https://gw.openshell.svc:17670\"\n"
+			"gateway_ca_secret = \"gw-ca\"\n",
+			topo ? "combined" : "dedicated-supervisor");
+		assert_int_equal(load(&f, extra, &err), 0);
+		json_t *rec =
+			validate(&f, request("ca1", "{\"command\": [\"sleep\", \"1\"]}"), &err);
+		assert_non_null(rec);
+		json_t *(*render)(const struct k8s_settings *, const json_t *, const json_t *) =
+			topo ? k8s_render_combined_pod : k8s_render_supervisor_pod;
+		check_ca_pod(render(&f.s, rec, NULL), false); /* no session: no CA either */
+		json_object_set_new(json_object_get(rec, "placement"), "gateway_session",
+				    json_true());
+		check_ca_pod(render(&f.s, rec, NULL), true);
+		json_decref(rec);
+		unload(&f);
+	}
+	/* Without the key: the session flags alone (the positive control above). */
+	assert_int_equal(load(&f, "gateway_endpoint = \"https://gw.openshell.svc:17670\"\n", &err),
+			 0);
+	json_t *rec = validate(&f, request("ca2", "{\"command\": [\"sleep\", \"1\"]}"), &err);
+	json_object_set_new(json_object_get(rec, "placement"), "gateway_session", json_true());
+	check_ca_pod(k8s_render_supervisor_pod(&f.s, rec, NULL), false);
+	json_decref(rec);
+	unload(&f);
+	const char *bad[] = {
+		"gateway_endpoint = \"http://gw.openshell.svc:17670\"\ngateway_ca_secret = "
+		"\"gw-ca\"\n",
+		"gateway_ca_secret = \"gw-ca\"\n",
+		"gateway_endpoint = \"https://gw:1\"\ngateway_ca_secret = \"GW_CA\"\n",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		assert_int_equal(load(&f, bad[i], &err), -1);
+		assert_non_null(strstr(err.msg, "gateway_ca_secret"));
+		unload(&f);
+	}
+}
+
 /* With no policy the supervisor starts with one that lets nothing out. */
 static void default_policy_is_valid_and_allows_nothing(void **state)
 {
@@ -563,6 +658,7 @@ int main(void)
 		cmocka_unit_test(watch_lines_are_checked),
 		cmocka_unit_test(commands_match_supervisor_and_launcher_flags),
 		cmocka_unit_test(gateway_session_flags_and_token),
+		cmocka_unit_test(gateway_ca_secret_is_mounted_and_named),
 		cmocka_unit_test(default_policy_is_valid_and_allows_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -266,35 +266,48 @@ static bool hosts_lists(const char *name)
 
 static void test_gateway_urls(void **state)
 {
-	struct sockaddr_storage a;
-	unsigned len = 0;
-	char host[128];
+	struct gw_endpoint ep;
 	os_error err = { 0 };
-	assert_int_equal(
-		gw_session_parse_url("unix:/run/gw.sock", &a, &len, host, sizeof(host), &err), 0);
-	assert_int_equal(a.ss_family, AF_UNIX);
-	assert_string_equal(((struct sockaddr_un *)&a)->sun_path, "/run/gw.sock");
-	assert_int_equal(
-		gw_session_parse_url("http://127.0.0.1:17670", &a, &len, host, sizeof(host), &err),
-		0);
-	assert_int_equal(a.ss_family, AF_INET);
-	assert_int_equal(ntohs(((struct sockaddr_in *)&a)->sin_port), 17670);
-	assert_string_equal(host, "127.0.0.1:17670");
-	assert_int_equal(
-		gw_session_parse_url("http://[::1]:80/", &a, &len, host, sizeof(host), &err), 0);
-	assert_int_equal(a.ss_family, AF_INET6);
+	assert_int_equal(gw_session_parse_url("unix:/run/gw.sock", &ep, &err), 0);
+	assert_int_equal(ep.addr.ss_family, AF_UNIX);
+	assert_string_equal(((struct sockaddr_un *)&ep.addr)->sun_path, "/run/gw.sock");
+	assert_false(ep.tls);
+	assert_int_equal(gw_session_parse_url("http://127.0.0.1:17670", &ep, &err), 0);
+	assert_int_equal(ep.addr.ss_family, AF_INET);
+	assert_int_equal(ntohs(((struct sockaddr_in *)&ep.addr)->sin_port), 17670);
+	assert_string_equal(ep.host, "127.0.0.1:17670");
+	assert_false(ep.tls);
+	assert_int_equal(gw_session_parse_url("http://[::1]:80/", &ep, &err), 0);
+	assert_int_equal(ep.addr.ss_family, AF_INET6);
+	/* https: TLS, port 443 by default, and the name the certificate must
+	 * carry is the host as written (localhost still dials 127.0.0.1). */
+	assert_int_equal(gw_session_parse_url("https://127.0.0.1:8443", &ep, &err), 0);
+	assert_true(ep.tls);
+	assert_string_equal(ep.name, "127.0.0.1");
+	assert_string_equal(ep.host, "127.0.0.1:8443");
+	assert_int_equal(gw_session_parse_url("https://[::1]/", &ep, &err), 0);
+	assert_true(ep.tls);
+	assert_int_equal(ep.addr.ss_family, AF_INET6);
+	assert_int_equal(ntohs(((struct sockaddr_in6 *)&ep.addr)->sin6_port), 443);
+	assert_string_equal(ep.name, "::1");
+	assert_int_equal(gw_session_parse_url("https://localhost:9", &ep, &err), 0);
+	assert_string_equal(ep.name, "localhost");
+	assert_int_equal(ep.addr.ss_family, AF_INET);
+	assert_int_equal(ntohl(((struct sockaddr_in *)&ep.addr)->sin_addr.s_addr), 0x7f000001);
 	/* A name is resolved once, at start (a Kubernetes Service): this host's
 	 * own name when /etc/hosts lists it (no DNS query leaves the machine). */
 	char self[64], url[128];
 	if (gethostname(self, sizeof self) == 0 && hosts_lists(self)) {
 		snprintf(url, sizeof url, "http://%s:17670", self);
-		assert_int_equal(gw_session_parse_url(url, &a, &len, host, sizeof(host), &err), 0);
-		assert_int_equal(ntohs(((struct sockaddr_in *)&a)->sin_port), 17670);
+		assert_int_equal(gw_session_parse_url(url, &ep, &err), 0);
+		assert_int_equal(ntohs(((struct sockaddr_in *)&ep.addr)->sin_port), 17670);
 	}
-	const char *bad[] = { "unix:relative.sock", "https://127.0.0.1:1", "http://127.0.0.1:80/v1",
-			      "127.0.0.1:80", "http://127.0.0.1:0" };
+	const char *bad[] = { "unix:relative.sock",	"ftp://127.0.0.1:1",
+			      "http://127.0.0.1:80/v1", "127.0.0.1:80",
+			      "http://127.0.0.1:0",	"https://127.0.0.1:443/v1",
+			      "https://[zz::1]:443" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (gw_session_parse_url(bad[i], &a, &len, host, sizeof(host), &err) == 0)
+		if (gw_session_parse_url(bad[i], &ep, &err) == 0)
 			fail_msg("accepted %s", bad[i]);
 }
 

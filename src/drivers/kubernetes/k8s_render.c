@@ -273,6 +273,35 @@ static json_t *workspace_volume(const json_t *record, const struct k8s_settings 
 	return json_pack("{s:s, s:{}}", "name", "workspace", "emptyDir");
 }
 
+/* The supervisor dials the gateway (a session) and verifies it with the
+ * operator's CA Secret, mounted read-only at K8S_GATEWAY_CA_DIR. */
+#define K8S_GATEWAY_CA_DIR "/etc/openshell/gateway-ca"
+
+static bool gateway_ca(const struct k8s_settings *s, const json_t *record)
+{
+	return s->gateway_endpoint && s->gateway_ca_secret && k8s_gateway_session(record);
+}
+
+/* Adds the CA Secret's volume to spec and its mount to container. */
+static int mount_gateway_ca(const struct k8s_settings *s, const json_t *record, json_t *spec,
+			    json_t *container)
+{
+	if (!gateway_ca(s, record))
+		return 0;
+	/* Only ca.crt, world-readable: a CA certificate is public, and the
+	 * Secret may hold other keys this Pod has no business with. */
+	json_t *vol = json_pack("{s:s, s:{s:s, s:i, s:[{s:s, s:s}]}}", "name", "gateway-ca",
+				"secret", "secretName", s->gateway_ca_secret, "defaultMode", 0444,
+				"items", "key", "ca.crt", "path", "ca.crt");
+	json_t *mnt = json_pack("{s:s, s:s, s:b}", "name", "gateway-ca", "mountPath",
+				K8S_GATEWAY_CA_DIR, "readOnly", 1);
+	/* json_array_append_new takes each reference, appended or not. */
+	int r = json_array_append_new(json_object_get(spec, "volumes"), vol);
+	return json_array_append_new(json_object_get(container, "volumeMounts"), mnt) < 0 || r < 0
+		       ? -1
+		       : 0;
+}
+
 /* openshell-supervisor's command line (docs/supervisor.md), then "--" and the
  * agent's argv (the caller's "command", or an idle process to attach to). */
 static json_t *supervisor_argv(const struct k8s_settings *s, const json_t *record, const char *exe,
@@ -301,6 +330,10 @@ static json_t *supervisor_argv(const struct k8s_settings *s, const json_t *recor
 		json_t *session =
 			json_pack("[s, s, s, s]", "--gateway", "$(OPENSHELL_GATEWAY_ENDPOINT)",
 				  "--token-file", "/etc/openshell/credentials/token");
+		if (session && gateway_ca(s, record)) {
+			json_array_append_new(session, json_string("--gateway-ca"));
+			json_array_append_new(session, json_string(K8S_GATEWAY_CA_DIR "/ca.crt"));
+		}
 		json_array_extend(more, session); /* copies: ours to release */
 		json_decref(session);
 	}
@@ -352,8 +385,10 @@ json_t *k8s_render_supervisor_pod(const struct k8s_settings *s, const json_t *re
 			  "containers", container, "volumes", "name", "credentials", "secret",
 			  "secretName", oname(record, "-supervisor", secret, sizeof secret),
 			  "defaultMode", 0440, "name", "state", "emptyDir");
-	if (!spec)
+	if (!spec || mount_gateway_ca(s, record, spec, container) < 0) {
+		json_decref(spec);
 		return NULL;
+	}
 	/* The operator's class or none at all: never the workload's, never "". */
 	set_pod_common(s, spec, placement_str(record, "supervisor_runtime_class"));
 	if (s->service_account)
@@ -470,8 +505,10 @@ json_t *k8s_render_combined_pod(const struct k8s_settings *s, const json_t *reco
 				 "credentials", "secret", "secretName",
 				 oname(record, "-supervisor", secret, sizeof secret), "defaultMode",
 				 0400, workspace_volume(record, s));
-	if (!spec)
+	if (!spec || mount_gateway_ca(s, record, spec, agent) < 0) {
+		json_decref(spec);
 		return NULL;
+	}
 	set_pod_common(s, spec, placement_str(record, "workload_runtime_class"));
 	if (s->service_account)
 		json_object_set_new(spec, "serviceAccountName", json_string(s->service_account));

@@ -42,6 +42,7 @@ struct k8s_settings {
 	char *const *allowed_classes;
 	size_t n_allowed;
 	const char *service_account, *gateway_endpoint;
+	const char *gateway_ca_secret; /* Secret with ca.crt for an https:// endpoint */
 	json_t *dns_peers; /* owned: [{"namespace_selector", "pod_selector", "port"}] */
 	bool endpoint_only; /* split_binary_identity = "endpoint-only" */
 	const char *storage_size, *storage_class;

@@ -86,6 +86,7 @@ static void read_strings(const struct config *cfg, struct k8s_settings *s)
 	s->supervisor_class = config_get_string(cfg, SECTION, "supervisor_runtime_class_name");
 	s->service_account = config_get_string(cfg, SECTION, "service_account_name");
 	s->gateway_endpoint = config_get_string(cfg, SECTION, "gateway_endpoint");
+	s->gateway_ca_secret = config_get_string(cfg, SECTION, "gateway_ca_secret");
 	s->endpoint_only = strcmp(config_get_string(cfg, SECTION, "split_binary_identity"),
 				  "endpoint-only") == 0;
 	s->storage_size = config_get_string(cfg, SECTION, "workspace_storage_size");
@@ -100,6 +101,30 @@ static void read_strings(const struct config *cfg, struct k8s_settings *s)
 	s->n_allowed = v ? v->n_strv : 0;
 }
 
+/* The CA only means something for a gateway the supervisors reach over
+ * TLS; anywhere else it would be a silent no-op or a supervisor that
+ * refuses to start, so the gateway refuses the configuration instead. */
+static int check_gateway_ca(const struct k8s_settings *s, os_error *err)
+{
+	const char *v = s->gateway_ca_secret;
+	if (!v)
+		return 0;
+	size_t n = strlen(v);
+	if (n == 0 || n > 253 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-.") != n)
+		return os_error_set(err, EINVAL,
+				    SECTION ".gateway_ca_secret: '%s' is not a Secret name "
+					    "(1-253 lower-case letters, digits, '-' and '.')",
+				    v);
+	if (!s->gateway_endpoint || strncmp(s->gateway_endpoint, "https://", 8) != 0)
+		return os_error_set(err, EINVAL,
+				    SECTION ".gateway_ca_secret is set but gateway_endpoint is "
+					    "%s%s%s: the CA verifies an https:// endpoint",
+				    s->gateway_endpoint ? "'" : "unset",
+				    s->gateway_endpoint ? s->gateway_endpoint : "",
+				    s->gateway_endpoint ? "'" : "");
+	return 0;
+}
+
 int k8s_settings_load(const struct config *cfg, struct k8s_settings *s, os_error *err)
 {
 	memset(s, 0, sizeof *s);
@@ -112,7 +137,8 @@ int k8s_settings_load(const struct config *cfg, struct k8s_settings *s, os_error
 					    "supervisor and provides the binaries copied into "
 					    "workload Pods");
 	if (check_class("default_runtime_class_name", s->default_class, err) < 0 ||
-	    check_class("supervisor_runtime_class_name", s->supervisor_class, err) < 0)
+	    check_class("supervisor_runtime_class_name", s->supervisor_class, err) < 0 ||
+	    check_gateway_ca(s, err) < 0)
 		return -1;
 	for (size_t i = 0; i < s->n_allowed; i++)
 		if (check_class("allowed_runtime_class_names", s->allowed_classes[i], err) < 0)

@@ -14,6 +14,14 @@ listen_address = {{ printf "0.0.0.0:%d" (int $s.port) | toJson }}
 state_dir = "/var/lib/openshell/state"
 log_level = {{ $s.logLevel | toJson }}
 default_driver = "kubernetes"
+{{- if $s.tls.secretName }}
+# TLS on the API port: the Secrets deployment.yaml mounts.
+tls_cert_file = "/etc/openshell-tls/tls.crt"
+tls_key_file = "/etc/openshell-tls/tls.key"
+{{- end }}
+{{- if $s.tls.clientCaSecretName }}
+tls_client_ca_file = "/etc/openshell-client-ca/ca.crt"
+{{- end }}
 
 [openshell.drivers.kubernetes]
 namespace = {{ include "openshell.sandboxNamespace" . | toJson }}
@@ -35,6 +43,9 @@ allowed_runtime_class_names = {{ $s.allowedRuntimeClassNames | toJson }}
 service_account_name = {{ toJson . }}
 {{- end }}
 gateway_endpoint = {{ include "openshell.gatewayEndpoint" . | toJson }}
+{{- with $s.tls.caSecretName }}
+gateway_ca_secret = {{ toJson . }}
+{{- end }}
 split_binary_identity = {{ $s.splitBinaryIdentity | toJson }}
 {{- with $s.workspaceStorageSize }}
 workspace_storage_size = {{ toJson . }}

@@ -53,7 +53,7 @@ app.kubernetes.io/component: gateway
 {{- if .Values.server.gatewayEndpoint -}}
 {{- .Values.server.gatewayEndpoint -}}
 {{- else -}}
-{{- printf "http://%s.%s.svc:%d" (include "openshell.fullname" .) .Release.Namespace (int .Values.server.port) -}}
+{{- printf "%s://%s.%s.svc:%d" (ternary "https" "http" (not (empty .Values.server.tls.secretName))) (include "openshell.fullname" .) .Release.Namespace (int .Values.server.port) -}}
 {{- end -}}
 {{- end -}}
 
@@ -86,5 +86,13 @@ app.kubernetes.io/component: gateway
 {{- end -}}
 {{- if and $s.workspaceStorageClass (not $s.workspaceStorageSize) -}}
 {{- fail "server.workspaceStorageClass needs server.workspaceStorageSize" -}}
+{{- end -}}
+{{- range $k := list "clientCaSecretName" "caSecretName" -}}
+{{- if and (get $s.tls $k) (not $s.tls.secretName) -}}
+{{- fail (printf "server.tls.%s needs server.tls.secretName (TLS on the gateway's port)" $k) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $s.tls.secretName $s.gatewayEndpoint (not (hasPrefix "https://" $s.gatewayEndpoint)) -}}
+{{- fail (printf "server.gatewayEndpoint=%q must be https:// when server.tls.secretName is set (the gateway's port speaks TLS)" $s.gatewayEndpoint) -}}
 {{- end -}}
 {{- end -}}
