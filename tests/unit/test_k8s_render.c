@@ -609,8 +609,8 @@ static void gateway_ca_secret_is_mounted_and_named(void **state)
 	json_decref(rec);
 	unload(&f);
 	const char *bad[] = {
-		"gateway_endpoint = \"http://gw.openshell.svc:17670\"\ngateway_ca_secret = "
-		"\"gw-ca\"\n",
+		("gateway_endpoint = \"http://gw.openshell.svc:17670\"\ngateway_ca_secret = "
+		 "\"gw-ca\"\n"),
 		"gateway_ca_secret = \"gw-ca\"\n",
 		"gateway_endpoint = \"https://gw:1\"\ngateway_ca_secret = \"GW_CA\"\n",
 	};
