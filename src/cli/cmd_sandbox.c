@@ -17,9 +17,13 @@
 
 static const char *const list_cols[] = { "name", "phase", "id", "exit_code", "message", NULL };
 
+/* A wait polls every POLL_MS: a GET costs the gateway well under a
+ * millisecond, and the poll interval is added to every create's latency. */
+#define POLL_MS 50
+
 static void nap(void)
 {
-	nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000 * 1000 }, NULL);
+	nanosleep(&(struct timespec){ .tv_nsec = POLL_MS * 1000 * 1000 }, NULL);
 }
 
 static bool phase_in(const json_t *row, const char *const phases[])
@@ -38,7 +42,7 @@ static json_t *wait_phase(struct cli *cli, const char *name, const char *const p
 	char path[512];
 	bool tty = isatty(STDERR_FILENO);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", name);
-	for (int i = 0; i < WAIT_S * 5; i++) {
+	for (int i = 0; i < WAIT_S * (1000 / POLL_MS); i++) {
 		json_t *row = NULL;
 		long status = 0;
 		os_error err = { 0 };

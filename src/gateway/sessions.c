@@ -122,6 +122,11 @@ static int greet(struct gateway *gw, const char *id, struct conn *c)
 	return push ? send_msg(c, push) : -1;
 }
 
+static void drive_now(struct loop *l, void *data)
+{
+	lifecycle_tick(data);
+}
+
 int sessions_attach(struct gateway *gw, const char *id, struct conn *c, os_error *err)
 {
 	if (ensure(gw, err) < 0)
@@ -150,6 +155,9 @@ int sessions_attach(struct gateway *gw, const char *id, struct conn *c, os_error
 	}
 	e->last_beat_ms = loop_now_ms();
 	log_info("sandbox %s: supervisor session opened", id);
+	/* A live session is what Ready waits for: drive phases now, not at the
+	 * next tick (up to 300 ms on every create and start). */
+	loop_defer(gw->loop, drive_now, gw, NULL, NULL);
 	if (greet(gw, id, c) < 0)
 		return os_error_set(err, EIO, "sandbox %s: greeting the supervisor failed", id);
 	return 0;
