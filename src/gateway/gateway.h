@@ -106,6 +106,8 @@ json_t *api_body(const struct api_request *req, const char *const allowed[],
 int lifecycle_start(struct gateway *gw, os_error *err);
 /* One pass over every sandbox: drive phases toward what was asked. */
 void lifecycle_tick(struct gateway *gw);
+/* The same for one sandbox (by id), e.g. the moment its session opens. */
+void lifecycle_drive_one(struct gateway *gw, const char *id);
 /* True while the sandbox's supervisor runs (log followers stop after it). */
 bool lifecycle_running(struct gateway *gw, const char *id);
 /* Material (policy, credentials, inference, token) handed to the driver. */

@@ -256,6 +256,13 @@ void lifecycle_tick(struct gateway *gw)
 		drive(gw, row);
 }
 
+void lifecycle_drive_one(struct gateway *gw, const char *id)
+{
+	_cleanup_json_ json_t *row = NULL;
+	if (store_sandbox_get(gw->store, id, &row, NULL) == 0)
+		drive(gw, row);
+}
+
 static void on_tick(struct loop *l, struct loop_timer *t, void *data)
 {
 	lifecycle_tick(data);

@@ -5,6 +5,7 @@
  * keeps sending heartbeats (a frozen supervisor holds its socket open). The
  * gateway never dials a sandbox. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,9 +123,16 @@ static int greet(struct gateway *gw, const char *id, struct conn *c)
 	return push ? send_msg(c, push) : -1;
 }
 
+struct drive_req {
+	struct gateway *gw;
+	char id[64];
+};
+
 static void drive_now(struct loop *l, void *data)
 {
-	lifecycle_tick(data);
+	struct drive_req *r = data;
+	lifecycle_drive_one(r->gw, r->id);
+	free(r);
 }
 
 int sessions_attach(struct gateway *gw, const char *id, struct conn *c, os_error *err)
@@ -155,9 +163,16 @@ int sessions_attach(struct gateway *gw, const char *id, struct conn *c, os_error
 	}
 	e->last_beat_ms = loop_now_ms();
 	log_info("sandbox %s: supervisor session opened", id);
-	/* A live session is what Ready waits for: drive phases now, not at the
-	 * next tick (up to 300 ms on every create and start). */
-	loop_defer(gw->loop, drive_now, gw, NULL, NULL);
+	/* A live session is what Ready waits for: drive this sandbox now, not
+	 * at the next tick (up to 300 ms on every create and start). Only this
+	 * one: a burst of 50 sessions must not cost 50 passes over everything. */
+	struct drive_req *r = calloc(1, sizeof(*r));
+	if (r) {
+		r->gw = gw;
+		snprintf(r->id, sizeof r->id, "%s", id);
+		if (loop_defer(gw->loop, drive_now, r, NULL, NULL) < 0)
+			free(r);
+	}
 	if (greet(gw, id, c) < 0)
 		return os_error_set(err, EIO, "sandbox %s: greeting the supervisor failed", id);
 	return 0;
