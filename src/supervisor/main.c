@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -406,6 +407,21 @@ static int apply_pushed(void *user, const char *yaml, size_t len, uint64_t revis
 	return egress_apply_policy_text(s->egress, yaml, len, revision, err);
 }
 
+/* Caller identity is read from the entry process's network namespace. An
+ * agent that already exited (`true`) has none left to read: nothing of it
+ * can connect any more, so that is no error; its exit is reported as usual. */
+static int bind_identity(struct session *s, bool local, pid_t entry, os_error *err)
+{
+	if (egress_bind_agent(s->egress, entry, err) == 0)
+		return 0;
+	struct pollfd p = { .fd = local ? backend_agent_fd(s->running) : -1, .events = POLLIN };
+	if (local && poll(&p, 1, 0) == 1) {
+		memset(err, 0, sizeof(*err));
+		return 0;
+	}
+	return -1;
+}
+
 /* An exec request on the session: served once the agent runs. */
 static void on_exec(void *user, const struct session_msg *m)
 {
@@ -540,8 +556,7 @@ static int run(const struct options *o, int audit_fd)
 	bool local = backend_agent_local(&running);
 	pid_t entry =
 		local ? pidfd_pid(backend_agent_fd(&running)) : backend_agent_entry_pid(&running);
-	if (((local || entry > 0) &&
-	     (entry <= 0 || egress_bind_agent(s.egress, entry, &err) < 0)) ||
+	if (((local || entry > 0) && (entry <= 0 || bind_identity(&s, local, entry, &err) < 0)) ||
 	    start_exec_service(o, &s, spec, entry, local, &err) < 0 ||
 	    watch_session(&s, &err) < 0) {
 		os_error_prefix(&err, "watching the agent");
