@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "parse.h"
 
 int ns_join_net(const struct launch_spec *s, os_error *err)
 {
@@ -114,8 +115,10 @@ static bool pid_listed(const char *dir, pid_t pid)
 	snprintf(path, sizeof path, "%s/cgroup.procs", dir);
 	FILE *f = fopen(path, "re");
 	bool found = false;
+	uint64_t v;
 	while (f && !found && fgets(line, sizeof line, f))
-		found = atol(line) == (long)pid;
+		found = parse_u64(line, strspn(line, "0123456789"), 1, INT32_MAX, &v, NULL) == 0 &&
+			v == (uint64_t)pid;
 	if (f)
 		fclose(f);
 	return found;

@@ -23,6 +23,7 @@
 #include "fdutil.h"
 #include "json.h"
 #include "log.h"
+#include "parse.h"
 #include "session_tls.h"
 
 #define RELAYS_MAX 32
@@ -100,16 +101,24 @@ static int sandbox_init_pidfd(pid_t launcher, os_error *err)
 		return os_error_set(err, ESRCH, "the sandbox is not running (no pid 1 under %d)",
 				    (int)launcher);
 	text[n] = '\0';
-	pid_t init = (pid_t)atol(text);
-	int pfd = init > 0 ? pidfd_open(init, 0) : -1;
+	uint64_t init = 0;
+	if (parse_u64(text, strspn(text, "0123456789"), 1, INT32_MAX, &init, err) < 0)
+		return os_error_prefix(err, "the sandbox's pid 1 under %d", (int)launcher);
+	int pfd = pidfd_open((pid_t)init, 0);
 	if (pfd < 0)
 		return os_error_errno(err, "pidfd of the sandbox's pid 1");
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)init);
 	_cleanup_free_ char *stat = NULL;
 	const char *rp = NULL;
+	uint64_t ppid = 0;
 	if (file_read_all(path, 4096, &stat, NULL, NULL) == 0)
 		rp = strrchr(stat, ')');
-	if (!rp || atol(rp + 4) != (long)launcher) { /* ") S PPID ..." */
+	if (rp && strlen(rp) > 4) /* ") S PPID ..." */
+		rp += 4;
+	else
+		rp = NULL;
+	if (!rp || parse_u64(rp, strspn(rp, "0123456789"), 1, INT32_MAX, &ppid, NULL) < 0 ||
+	    ppid != (uint64_t)launcher) {
 		close(pfd);
 		return os_error_set(err, ESRCH, "the sandbox's pid 1 went away");
 	}
