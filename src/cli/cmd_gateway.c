@@ -82,8 +82,9 @@ int cmd_gateway(struct cli *cli, int argc, char **argv)
 			return CLI_FAIL;
 		}
 		if (status != 200)
-			return cli_fail("%s", json_string_value(json_object_get(out, "message"))
-						      ?: "status failed");
+			return cli_fail("%s",
+					str_or(json_string_value(json_object_get(out, "message")),
+					       "status failed"));
 		json_object_set_new(out, "url", json_string(cli->client.url));
 		cli_object(cli, out);
 		return CLI_OK;

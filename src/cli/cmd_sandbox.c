@@ -53,8 +53,8 @@ static json_t *wait_phase(struct cli *cli, const char *name, const char *const p
 			return json_object();
 		}
 		if (status != 200) {
-			cli_fail("%s", json_string_value(json_object_get(row, "message"))
-					       ?: "lookup failed");
+			cli_fail("%s", str_or(json_string_value(json_object_get(row, "message")),
+					      "lookup failed"));
 			json_decref(row);
 			return NULL;
 		}
@@ -139,8 +139,10 @@ static void print_sandbox(struct cli *cli, const json_t *row)
 {
 	static const char *const pod_cols[] = { "name", "component", "phase", "runtimeClassName",
 						NULL };
-	if (cli->json)
-		return cli_object(cli, row);
+	if (cli->json) {
+		cli_object(cli, row);
+		return;
+	}
 	_cleanup_json_ json_t *top = json_deep_copy(row);
 	const json_t *pods = json_object_get(row, "pods"), *c;
 	size_t i;
@@ -151,7 +153,7 @@ static void print_sandbox(struct cli *cli, const json_t *row)
 		const char *msg = json_string_value(json_object_get(c, "message"));
 		if (msg && *msg)
 			printf("%-17s %s: %s\n", "condition",
-			       json_string_value(json_object_get(c, "type")) ?: "?", msg);
+			       str_or(json_string_value(json_object_get(c, "type")), "?"), msg);
 	}
 	if (!json_is_array(pods))
 		return;

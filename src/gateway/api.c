@@ -31,23 +31,32 @@ void api_fail(struct api_response *resp, const os_error *err)
 {
 	switch (err->code) {
 	case EINVAL:
-		return api_error(resp, 400, "invalid_argument", "%s", err->msg);
+		api_error(resp, 400, "invalid_argument", "%s", err->msg);
+		return;
 	case ENOENT:
-		return api_error(resp, 404, "not_found", "%s", err->msg);
+		api_error(resp, 404, "not_found", "%s", err->msg);
+		return;
 	case EEXIST:
-		return api_error(resp, 409, "already_exists", "%s", err->msg);
+		api_error(resp, 409, "already_exists", "%s", err->msg);
+		return;
 	case ESTALE:
-		return api_error(resp, 409, "conflict", "%s", err->msg);
+		api_error(resp, 409, "conflict", "%s", err->msg);
+		return;
 	case EBUSY:
-		return api_error(resp, 409, "conflict", "%s", err->msg);
+		api_error(resp, 409, "conflict", "%s", err->msg);
+		return;
 	case EMSGSIZE:
-		return api_error(resp, 413, "too_large", "%s", err->msg);
+		api_error(resp, 413, "too_large", "%s", err->msg);
+		return;
 	case EPROTO:
-		return api_error(resp, 422, "unprocessable", "%s", err->msg);
+		api_error(resp, 422, "unprocessable", "%s", err->msg);
+		return;
 	case ENOTSUP:
-		return api_error(resp, 422, "unsupported", "%s", err->msg);
+		api_error(resp, 422, "unsupported", "%s", err->msg);
+		return;
 	default:
-		return api_error(resp, 500, "internal", "%s", err->msg);
+		api_error(resp, 500, "internal", "%s", err->msg);
+		return;
 	}
 }
 
@@ -119,8 +128,10 @@ static void status_route(struct gateway *gw, struct api_response *resp)
 {
 	_cleanup_json_ json_t *rows = NULL;
 	os_error err = { 0 };
-	if (store_sandbox_list(gw->store, &rows, &err) < 0)
-		return api_fail(resp, &err);
+	if (store_sandbox_list(gw->store, &rows, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
 	resp->status = 200;
 	resp->body = json_pack("{s:s, s:s, s:s, s:I}", "version", GW_VERSION, "driver",
 			       gw->driver->ops->name, "state_dir", gw->state_dir, "sandboxes",
@@ -136,9 +147,11 @@ void api_handle(struct gateway *gw, const struct api_request *req, struct api_re
 	memset(resp, 0, sizeof(*resp));
 	snprintf(path, sizeof(path), "%s", req->path);
 	size_t n = split_path(path, parts);
-	if (n == 0 || strcmp(parts[0], "v1") != 0)
-		return api_error(resp, 404, "not_found",
-				 "no such API path %s (the API lives under /v1)", req->path);
+	if (n == 0 || strcmp(parts[0], "v1") != 0) {
+		api_error(resp, 404, "not_found", "no such API path %s (the API lives under /v1)",
+			  req->path);
+		return;
+	}
 	if (n == 2 && !strcmp(parts[1], "health") && !strcmp(req->method, "GET")) {
 		resp->status = 200;
 		resp->body = json_pack("{s:s}", "status", "ok");
@@ -148,30 +161,36 @@ void api_handle(struct gateway *gw, const struct api_request *req, struct api_re
 	/* mTLS: the admin API needs the client certificate as well as the
 	 * token, checked first so a client without one learns nothing about
 	 * tokens; supervisors are bound to one sandbox by theirs alone. */
-	if (!supervisor && req->client_cert_asked && !req->client_cert_verified)
-		return api_error(
-			resp, 403, "client_certificate_required",
-			"this gateway requires a client certificate (mTLS) for its admin "
-			"API: set OPENSHELL_TLS_CERT and OPENSHELL_TLS_KEY to a certificate "
-			"signed by the CA in its tls_client_ca_file");
+	if (!supervisor && req->client_cert_asked && !req->client_cert_verified) {
+		api_error(resp, 403, "client_certificate_required",
+			  "this gateway requires a client certificate (mTLS) for its admin "
+			  "API: set OPENSHELL_TLS_CERT and OPENSHELL_TLS_KEY to a certificate "
+			  "signed by the CA in its tls_client_ca_file");
+		return;
+	}
 	_cleanup_json_ json_t *caller = NULL;
 	int who = authenticate(gw, req, &caller, resp);
 	if (who < 0)
 		return;
 	if (supervisor) {
-		if (who != 0)
-			return api_error(
-				resp, 403, "forbidden",
-				"supervisor routes take a sandbox token, not the admin token");
+		if (who != 0) {
+			api_error(resp, 403, "forbidden",
+				  "supervisor routes take a sandbox token, not the admin token");
+			return;
+		}
 		if (!api_supervisor_route(gw, req, caller, parts + 1, n - 1, resp))
 			api_error(resp, 404, "not_found", "no such supervisor route %s", req->path);
 		return;
 	}
-	if (who != 1)
-		return api_error(resp, 403, "forbidden",
-				 "a sandbox token may only call its own /v1/supervisor routes");
-	if (n == 3 && !strcmp(parts[1], "gateway") && !strcmp(parts[2], "status"))
-		return status_route(gw, resp);
+	if (who != 1) {
+		api_error(resp, 403, "forbidden",
+			  "a sandbox token may only call its own /v1/supervisor routes");
+		return;
+	}
+	if (n == 3 && !strcmp(parts[1], "gateway") && !strcmp(parts[2], "status")) {
+		status_route(gw, resp);
+		return;
+	}
 	if (api_sandbox_route(gw, req, parts + 1, n - 1, resp) ||
 	    api_policy_route(gw, req, parts + 1, n - 1, resp) ||
 	    api_provider_route(gw, req, parts + 1, n - 1, resp))

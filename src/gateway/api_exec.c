@@ -97,13 +97,19 @@ bool api_exec_route(struct gateway *gw, const struct api_request *req, const jso
 void api_exec_attach_route(struct gateway *gw, const struct api_request *req, const char *id,
 			   const char *exec_id, struct api_response *resp)
 {
-	if (strcmp(req->method, "POST") != 0)
-		return api_error(resp, 405, "method_not_allowed", "exec attach takes POST");
-	if (!req->upgrade_exec)
-		return api_error(resp, 400, "upgrade_required",
-				 "exec attach needs \"Upgrade: openshell-exec\"");
-	if (strlen(exec_id) != EXEC_ID_HEX || strspn(exec_id, "0123456789abcdef") != EXEC_ID_HEX)
-		return api_error(resp, 404, "not_found", "no such exec");
+	if (strcmp(req->method, "POST") != 0) {
+		api_error(resp, 405, "method_not_allowed", "exec attach takes POST");
+		return;
+	}
+	if (!req->upgrade_exec) {
+		api_error(resp, 400, "upgrade_required",
+			  "exec attach needs \"Upgrade: openshell-exec\"");
+		return;
+	}
+	if (strlen(exec_id) != EXEC_ID_HEX || strspn(exec_id, "0123456789abcdef") != EXEC_ID_HEX) {
+		api_error(resp, 404, "not_found", "no such exec");
+		return;
+	}
 	resp->status = 101;
 	resp->exec_attach = true;
 	memcpy(resp->exec_id, exec_id, EXEC_ID_HEX + 1);

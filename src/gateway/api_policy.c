@@ -39,20 +39,27 @@ static void set_policy(struct gateway *gw, const struct api_request *req, json_t
 	int64_t rev = 0;
 	if (!body)
 		return;
-	if (json_get_string(body, "policy", true, &yaml, &err) < 0)
-		return api_error(resp, 400, "invalid_argument", "%s", err.msg);
+	if (json_get_string(body, "policy", true, &yaml, &err) < 0) {
+		api_error(resp, 400, "invalid_argument", "%s", err.msg);
+		return;
+	}
 	secret_sha256_hex(yaml, strlen(yaml), hash);
 	bool valid = api_check_policy(yaml, &perr) == 0;
 	if (store_policy_add(gw->store, id, hash, yaml, valid ? "pending" : "failed",
-			     valid ? "" : perr.msg, audit_mark(gw, row), &rev, &err) < 0)
-		return api_fail(resp, &err);
-	if (!valid)
-		return api_error(resp, 422, "invalid_policy", "revision %lld: %s", (long long)rev,
-				 perr.msg);
+			     valid ? "" : perr.msg, audit_mark(gw, row), &rev, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
+	if (!valid) {
+		api_error(resp, 422, "invalid_policy", "revision %lld: %s", (long long)rev,
+			  perr.msg);
+		return;
+	}
 	if (lifecycle_configure(gw, row, yaml, NULL, &err) < 0) {
 		store_policy_set_status(gw->store, id, rev, "failed", err.msg, NULL);
-		return api_error(resp, 422, "policy_not_delivered", "revision %lld: %s",
-				 (long long)rev, err.msg);
+		api_error(resp, 422, "policy_not_delivered", "revision %lld: %s", (long long)rev,
+			  err.msg);
+		return;
 	}
 	/* A live session gets it now; otherwise the next session's hello does. */
 	sessions_push_policy(gw, id, rev, yaml);

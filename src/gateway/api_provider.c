@@ -9,6 +9,7 @@
 #include "gateway.h"
 #include "http.h"
 #include "json.h"
+#include "parse.h"
 
 static json_t *provider_view(const json_t *p)
 {
@@ -68,26 +69,33 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 	os_error err = { 0 };
 	if (!body)
 		return;
-	if (check_provider(body, &keys, &err) < 0)
-		return api_fail(resp, &err);
+	if (check_provider(body, &keys, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
 	char *plain = json_dumps(json_object_get(body, "credentials"), JSON_COMPACT);
 	int rc = plain ? secret_seal(&gw->key, plain, strlen(plain), &sealed, &err) : -1;
 	if (plain) {
 		OPENSSL_cleanse(plain, strlen(plain));
 		free(plain);
 	}
-	if (rc < 0)
-		return api_error(resp, 500, "internal", "sealing credentials: %s", err.msg);
+	if (rc < 0) {
+		api_error(resp, 500, "internal", "sealing credentials: %s", err.msg);
+		return;
+	}
 	json_t *eps = json_object_get(body, "endpoints");
 	row = json_pack("{s:O, s:o, s:O, s:s}", "name", json_object_get(body, "name"), "endpoints",
 			eps ? json_incref(eps) : json_array(), "credential_keys", keys, "sealed",
 			sealed);
 	if (store_provider_insert(gw->store, row, &err) < 0) {
-		if (err.code == EEXIST)
-			return api_error(resp, 409, "already_exists",
-					 "a provider named \"%s\" already exists: delete it first",
-					 json_string_value(json_object_get(body, "name")));
-		return api_fail(resp, &err);
+		if (err.code == EEXIST) {
+			api_error(resp, 409, "already_exists",
+				  "a provider named \"%s\" already exists: delete it first",
+				  json_string_value(json_object_get(body, "name")));
+			return;
+		}
+		api_fail(resp, &err);
+		return;
 	}
 	json_object_set_new(row, "created_at", json_integer(0));
 	_cleanup_json_ json_t *fresh = NULL;
@@ -107,7 +115,7 @@ static int in_use(struct gateway *gw, const char *name, os_error *err)
 	json_t *r, *p;
 	json_array_foreach (rows, i, r)
 		json_array_foreach (json_object_get(r, "providers"), j, p) {
-			if (!strcmp(json_string_value(p) ?: "", name))
+			if (!strcmp(str_or(json_string_value(p), ""), name))
 				return os_error_set(
 					err, EBUSY,
 					"provider \"%s\" is used by sandbox \"%s\": delete the "
@@ -123,11 +131,15 @@ static void providers(struct gateway *gw, const struct api_request *req, char **
 	os_error err = { 0 };
 	_cleanup_json_ json_t *v = NULL;
 	const char *m = req->method;
-	if (n == 1 && !strcmp(m, "POST"))
-		return create(gw, req, resp);
+	if (n == 1 && !strcmp(m, "POST")) {
+		create(gw, req, resp);
+		return;
+	}
 	if (n == 1 && !strcmp(m, "GET")) {
-		if (store_provider_list(gw->store, &v, &err) < 0)
-			return api_fail(resp, &err);
+		if (store_provider_list(gw->store, &v, &err) < 0) {
+			api_fail(resp, &err);
+			return;
+		}
 		json_t *out = json_array();
 		size_t i;
 		json_t *p;
@@ -138,16 +150,20 @@ static void providers(struct gateway *gw, const struct api_request *req, char **
 		return;
 	}
 	if (n == 2 && !strcmp(m, "GET")) {
-		if (store_provider_get(gw->store, parts[1], &v, &err) < 0)
-			return api_fail(resp, &err);
+		if (store_provider_get(gw->store, parts[1], &v, &err) < 0) {
+			api_fail(resp, &err);
+			return;
+		}
 		resp->status = 200;
 		resp->body = provider_view(v);
 		return;
 	}
 	if (n == 2 && !strcmp(m, "DELETE")) {
 		if (in_use(gw, parts[1], &err) < 0 ||
-		    store_provider_delete(gw->store, parts[1], &err) < 0)
-			return api_fail(resp, &err);
+		    store_provider_delete(gw->store, parts[1], &err) < 0) {
+			api_fail(resp, &err);
+			return;
+		}
 		resp->status = 200;
 		resp->body = json_pack("{s:s}", "deleted", parts[1]);
 		return;
@@ -168,25 +184,34 @@ static void inference_set(struct gateway *gw, const struct api_request *req,
 	if (json_get_string(body, "provider", true, &prov, &err) < 0 ||
 	    json_get_string(body, "base_url", true, &url, &err) < 0 ||
 	    json_get_string(body, "model", true, &model, &err) < 0 ||
-	    json_get_string(body, "api_key", false, &key, &err) < 0)
-		return api_error(resp, 400, "invalid_argument", "%s", err.msg);
-	if (strcmp(prov, "openai") != 0 && strcmp(prov, "anthropic") != 0)
-		return api_error(resp, 400, "invalid_argument",
-				 "provider: expected \"openai\" or \"anthropic\", got \"%s\"",
-				 prov);
-	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-		return api_error(resp, 400, "invalid_argument",
-				 "base_url: expected http(s)://host[:port], got \"%s\"", url);
-	if (key && secret_seal(&gw->key, key, strlen(key), &sealed, &err) < 0)
-		return api_fail(resp, &err);
+	    json_get_string(body, "api_key", false, &key, &err) < 0) {
+		api_error(resp, 400, "invalid_argument", "%s", err.msg);
+		return;
+	}
+	if (strcmp(prov, "openai") != 0 && strcmp(prov, "anthropic") != 0) {
+		api_error(resp, 400, "invalid_argument",
+			  "provider: expected \"openai\" or \"anthropic\", got \"%s\"", prov);
+		return;
+	}
+	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+		api_error(resp, 400, "invalid_argument",
+			  "base_url: expected http(s)://host[:port], got \"%s\"", url);
+		return;
+	}
+	if (key && secret_seal(&gw->key, key, strlen(key), &sealed, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
 	_cleanup_json_ json_t *route =
 		json_pack("{s:s, s:s, s:s, s:b}", "provider", prov, "base_url", url, "model", model,
 			  "api_key_set", key != NULL);
 	if (sealed)
 		json_object_set_new(route, "api_key_sealed", json_string(sealed));
 	text = json_dumps(route, JSON_COMPACT);
-	if (!text || store_setting_put(gw->store, "inference", text, &err) < 0)
-		return api_fail(resp, &err);
+	if (!text || store_setting_put(gw->store, "inference", text, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
 	json_object_del(route, "api_key_sealed");
 	resp->status = 200;
 	resp->body = json_incref(route);
@@ -196,22 +221,30 @@ static void inference(struct gateway *gw, const struct api_request *req, struct 
 {
 	os_error err = { 0 };
 	_cleanup_free_ char *text = NULL;
-	if (!strcmp(req->method, "PUT"))
-		return inference_set(gw, req, resp);
+	if (!strcmp(req->method, "PUT")) {
+		inference_set(gw, req, resp);
+		return;
+	}
 	if (!strcmp(req->method, "DELETE")) {
-		if (store_setting_delete(gw->store, "inference", &err) < 0)
-			return api_fail(resp, &err);
+		if (store_setting_delete(gw->store, "inference", &err) < 0) {
+			api_fail(resp, &err);
+			return;
+		}
 		resp->status = 200;
 		resp->body = json_pack("{s:s}", "deleted", "inference");
 		return;
 	}
-	if (strcmp(req->method, "GET") != 0)
-		return api_error(resp, 405, "method_not_allowed", "use GET, PUT or DELETE");
-	if (store_setting_get(gw->store, "inference", &text, &err) < 0)
-		return err.code == ENOENT ? api_error(resp, 404, "not_found",
-						      "no inference route: set one with `openshell "
-						      "inference set`")
-					  : api_fail(resp, &err);
+	if (strcmp(req->method, "GET") != 0) {
+		api_error(resp, 405, "method_not_allowed", "use GET, PUT or DELETE");
+		return;
+	}
+	if (store_setting_get(gw->store, "inference", &text, &err) < 0) {
+		err.code == ENOENT ? api_error(resp, 404, "not_found",
+					       "no inference route: set one with `openshell "
+					       "inference set`")
+				   : api_fail(resp, &err);
+		return;
+	}
 	json_t *route = json_loads(text, 0, NULL);
 	json_object_del(route, "api_key_sealed");
 	resp->status = 200;

@@ -128,44 +128,58 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 	if (!body)
 		return;
 	if (json_get_string(body, "name", false, &given, &err) < 0 ||
-	    json_get_string(body, "policy", false, &policy, &err) < 0)
-		return api_error(resp, 400, "invalid_argument", "%s", err.msg);
-	if (secret_random_hex(id, &err) < 0 || secret_random_hex(token, &err) < 0)
-		return api_fail(resp, &err);
+	    json_get_string(body, "policy", false, &policy, &err) < 0) {
+		api_error(resp, 400, "invalid_argument", "%s", err.msg);
+		return;
+	}
+	if (secret_random_hex(id, &err) < 0 || secret_random_hex(token, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
 	id[16] = '\0';
 	snprintf(name, sizeof(name), "%s", given ? given : "");
 	if (!given)
 		snprintf(name, sizeof(name), "sandbox-%.6s", id);
 	if ((given && check_name(given, &err) < 0) ||
 	    (json_object_get(body, "providers") &&
-	     check_providers(gw, json_object_get(body, "providers"), &err) < 0))
-		return api_fail(resp, &err);
+	     check_providers(gw, json_object_get(body, "providers"), &err) < 0)) {
+		api_fail(resp, &err);
+		return;
+	}
 	if (!policy)
 		policy = DEFAULT_POLICY;
-	if (api_check_policy(policy, &err) < 0)
-		return api_fail(resp, &err);
+	if (api_check_policy(policy, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
 	dreq = driver_request(body, id, name);
 	/* The validated policy travels with the request: a driver that places the
 	 * supervisor itself (kubernetes) starts it with this policy. */
 	if (dreq)
 		json_object_set_new(dreq, "policy", driver_view_policy(policy));
-	if (gw->driver->ops->validate_spec(gw->driver, dreq, &record, &err) < 0)
-		return api_fail(resp, &err);
+	if (gw->driver->ops->validate_spec(gw->driver, dreq, &record, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
 	secret_sha256_hex(token, strlen(token), hash);
 	json_t *provs = json_object_get(body, "providers");
 	row = json_pack("{s:s, s:s, s:O, s:s, s:s, s:s, s:n, s:s, s:o}", "id", id, "name", name,
 			"record", record, "phase", "Provisioning", "desired", "running", "message",
 			"", "exit_code", "token_hash", hash, "providers",
 			provs ? json_incref(provs) : json_array());
-	if (!row || store_sandbox_insert(gw->store, row, &err) < 0)
-		return api_fail(resp, &err);
+	if (!row || store_sandbox_insert(gw->store, row, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
 	{
 		char phash[SECRET_SHA256_HEX + 1];
 		int64_t rev = 0;
 		secret_sha256_hex(policy, strlen(policy), phash);
 		if (store_policy_add(gw->store, id, phash, policy, "pending", "", 0, &rev, &err) <
-		    0)
-			return api_fail(resp, &err);
+		    0) {
+			api_fail(resp, &err);
+			return;
+		}
 	}
 	if (lifecycle_configure(gw, row, policy, token, &err) < 0 ||
 	    lifecycle_act(gw, row, "create", &err) < 0) {
@@ -188,19 +202,25 @@ static void act(struct gateway *gw, const struct api_request *req, json_t *row, 
 		int64_t v = 0;
 		if (!body)
 			return;
-		if (json_get_int(body, "resource_version", false, 1, INT64_MAX, &v, &err) < 0)
-			return api_error(resp, 400, "invalid_argument", "%s", err.msg);
-		if (v && v != json_integer_value(json_object_get(row, "resource_version")))
-			return api_error(resp, 409, "conflict",
-					 "sandbox \"%s\" is at resource version %lld, not %lld: "
-					 "read it again and retry",
-					 json_string_value(json_object_get(row, "name")),
-					 (long long)json_integer_value(
-						 json_object_get(row, "resource_version")),
-					 (long long)v);
+		if (json_get_int(body, "resource_version", false, 1, INT64_MAX, &v, &err) < 0) {
+			api_error(resp, 400, "invalid_argument", "%s", err.msg);
+			return;
+		}
+		if (v && v != json_integer_value(json_object_get(row, "resource_version"))) {
+			api_error(resp, 409, "conflict",
+				  "sandbox \"%s\" is at resource version %lld, not %lld: "
+				  "read it again and retry",
+				  json_string_value(json_object_get(row, "name")),
+				  (long long)json_integer_value(
+					  json_object_get(row, "resource_version")),
+				  (long long)v);
+			return;
+		}
 	}
-	if (lifecycle_act(gw, row, action, &err) < 0)
-		return api_fail(resp, &err);
+	if (lifecycle_act(gw, row, action, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
 	resp->status = 202;
 	resp->body = api_sandbox_view(row);
 }
@@ -228,8 +248,10 @@ static void watch(const struct api_request *req, struct api_response *resp)
 	if (name) {
 		name += 5;
 		size_t n = strcspn(name, "&");
-		if (n >= sizeof(resp->stream_sandbox))
-			return api_error(resp, 400, "invalid_argument", "name: too long");
+		if (n >= sizeof(resp->stream_sandbox)) {
+			api_error(resp, 400, "invalid_argument", "name: too long");
+			return;
+		}
 		memcpy(resp->stream_sandbox, name, n);
 		resp->stream_sandbox[n] = '\0';
 	}
@@ -245,13 +267,16 @@ static void logs(struct gateway *gw, const struct api_request *req, json_t *row,
 	const char *dir =
 		json_string_value(json_object_get(json_object_get(rec, "placement"), "state_dir"));
 	const char *id = json_string_value(json_object_get(row, "id"));
-	if (!dir)
-		return api_error(resp, 422, "unsupported",
-				 "logs are not available for the %s driver",
-				 json_string_value(json_object_get(rec, "driver")));
+	if (!dir) {
+		api_error(resp, 422, "unsupported", "logs are not available for the %s driver",
+			  json_string_value(json_object_get(rec, "driver")));
+		return;
+	}
 	if (snprintf(resp->stream_path, sizeof(resp->stream_path), "%s/sandboxes/%s/supervisor.log",
-		     dir, id) >= (int)sizeof(resp->stream_path))
-		return api_error(resp, 500, "internal", "log path too long");
+		     dir, id) >= (int)sizeof(resp->stream_path)) {
+		api_error(resp, 500, "internal", "log path too long");
+		return;
+	}
 	snprintf(resp->stream_sandbox, sizeof(resp->stream_sandbox), "%s", id);
 	resp->follow = query_flag(req->query, "follow");
 	resp->stream = true;

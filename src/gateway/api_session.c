@@ -18,8 +18,10 @@ static void ok(struct api_response *resp)
 
 static void open_session(const char *id, struct api_response *resp)
 {
-	if (strlen(id) >= sizeof(resp->stream_sandbox))
-		return api_error(resp, 400, "invalid_argument", "sandbox id too long");
+	if (strlen(id) >= sizeof(resp->stream_sandbox)) {
+		api_error(resp, 400, "invalid_argument", "sandbox id too long");
+		return;
+	}
 	resp->status = 200;
 	resp->stream = true;
 	resp->session = true;
@@ -62,23 +64,35 @@ static void policy_status(struct gateway *gw, const struct api_request *req, con
 		return;
 	if (json_get_int(body, "revision", true, 1, INT64_MAX, &rev, &err) < 0 ||
 	    json_get_string(body, "status", true, &status, &err) < 0 ||
-	    json_get_string(body, "message", false, &message, &err) < 0)
-		return api_error(resp, 400, "invalid_argument", "%s", err.msg);
+	    json_get_string(body, "message", false, &message, &err) < 0) {
+		api_error(resp, 400, "invalid_argument", "%s", err.msg);
+		return;
+	}
 	bool loaded = !strcmp(status, "loaded");
-	if (!loaded && strcmp(status, "failed") != 0)
-		return api_error(resp, 400, "invalid_argument",
-				 "status: expected \"loaded\" or \"failed\", got \"%s\"", status);
-	if (strlen(message) > 2048)
-		return api_error(resp, 400, "invalid_argument", "message: over 2048 bytes");
-	if (store_policy_list(gw->store, id, &revs, &err) < 0)
-		return api_fail(resp, &err);
-	if (!has_revision(revs, rev))
-		return api_error(resp, 404, "not_found", "sandbox %s has no policy revision %lld",
-				 id, (long long)rev);
+	if (!loaded && strcmp(status, "failed") != 0) {
+		api_error(resp, 400, "invalid_argument",
+			  "status: expected \"loaded\" or \"failed\", got \"%s\"", status);
+		return;
+	}
+	if (strlen(message) > 2048) {
+		api_error(resp, 400, "invalid_argument", "message: over 2048 bytes");
+		return;
+	}
+	if (store_policy_list(gw->store, id, &revs, &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
+	if (!has_revision(revs, rev)) {
+		api_error(resp, 404, "not_found", "sandbox %s has no policy revision %lld", id,
+			  (long long)rev);
+		return;
+	}
 	if (store_policy_set_status(
 		    gw->store, id, rev, loaded ? "loaded" : "failed",
-		    loaded ? "" : (*message ? message : "the supervisor refused it"), &err) < 0)
-		return api_fail(resp, &err);
+		    loaded ? "" : (*message ? message : "the supervisor refused it"), &err) < 0) {
+		api_fail(resp, &err);
+		return;
+	}
 	if (loaded)
 		supersede(gw, id, revs, rev);
 	log_info("sandbox %s: policy revision %lld %s%s%s", id, (long long)rev, status,
@@ -97,8 +111,10 @@ static void heartbeat(struct gateway *gw, const struct api_request *req, const c
 		os_error err = { 0 };
 		if (!body)
 			return;
-		if (json_get_int(body, "policy_revision", false, 0, INT64_MAX, &rev, &err) < 0)
-			return api_error(resp, 400, "invalid_argument", "%s", err.msg);
+		if (json_get_int(body, "policy_revision", false, 0, INT64_MAX, &rev, &err) < 0) {
+			api_error(resp, 400, "invalid_argument", "%s", err.msg);
+			return;
+		}
 	}
 	sessions_heartbeat(gw, id);
 	ok(resp);

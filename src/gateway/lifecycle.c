@@ -229,8 +229,10 @@ static void drive(struct gateway *gw, json_t *row)
 		log_warn("sandbox %s: status: %s", str(row, "name"), err.msg);
 		return;
 	}
-	if (!strcmp(desired, "running"))
-		return drive_running(gw, row, st);
+	if (!strcmp(desired, "running")) {
+		drive_running(gw, row, st);
+		return;
+	}
 	const char *dp = str(st, "phase");
 	if (!strcmp(dp, "Stopped") || !strcmp(dp, "Failed")) {
 		exit_from(row, st);

@@ -114,7 +114,7 @@ static int open_driver(struct gateway *gw, const struct config *cfg, os_error *e
 	const char *s = config_get_string(cfg, "drivers.local", "supervisor_binary");
 	const char *b = config_get_string(cfg, "drivers.local", "sandbox_binary");
 	const char *d = config_get_string(cfg, "drivers.local", "state_dir");
-	const char *drv = config_get_string(cfg, "gateway", "default_driver") ?: "local";
+	const char *drv = str_or(config_get_string(cfg, "gateway", "default_driver"), "local");
 	if (!strcmp(drv, "kubernetes"))
 		return kube_host_open(gw, cfg, err);
 	if (strcmp(drv, "local") != 0)
@@ -202,7 +202,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	enum log_level lvl = LOG_LVL_INFO;
-	log_level_parse(config_get_string(cfg, "gateway", "log_level") ?: "info", &lvl);
+	log_level_parse(str_or(config_get_string(cfg, "gateway", "log_level"), "info"), &lvl);
 	log_init("openshell-gateway", lvl, LOG_FMT_AUTO, STDERR_FILENO);
 	if (open_state(&gw, cfg, &err) < 0 || open_driver(&gw, cfg, &err) < 0 ||
 	    serve(&gw, cfg, &err) < 0)

@@ -196,8 +196,10 @@ static void relay_bytes(struct conn *c)
 	ssize_t n = gw_conn_recv(c->fd, c->ssl, tmp, sizeof(tmp));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0 || !c->peer || buf_append(&c->peer->out, tmp, (size_t)n, NULL) < 0)
-		return conn_close(c);
+	if (n <= 0 || !c->peer || buf_append(&c->peer->out, tmp, (size_t)n, NULL) < 0) {
+		conn_close(c);
+		return;
+	}
 	update_interest(c->peer);
 	update_interest(c);
 }
@@ -278,8 +280,10 @@ static void watch_tick(struct conn *c)
 	struct buf events;
 	bool first = !c->watch_seen;
 	buf_init(&events, OUT_CAP / 2);
-	if (first && !(c->watch_seen = json_object()))
-		return conn_close(c);
+	if (first && !(c->watch_seen = json_object())) {
+		conn_close(c);
+		return;
+	}
 	if (watch_poll(c->srv->gw, c->watch_seen, c->resp.stream_sandbox, first, &events, &err) <
 	    0) {
 		buf_free(&events);
@@ -288,7 +292,8 @@ static void watch_tick(struct conn *c)
 		if (++c->watch_failures < WATCH_FAILURES_MAX)
 			return;
 		log_warn("watch ended: %s", err.msg);
-		return conn_close(c);
+		conn_close(c);
+		return;
 	}
 	c->watch_failures = 0;
 	if (events.len)
@@ -302,8 +307,10 @@ static void stream_tick(struct loop *l, struct loop_timer *t, void *data)
 	struct conn *c = data;
 	if (c->out.len > OUT_CAP / 2)
 		return;
-	if (c->resp.watch)
-		return watch_tick(c);
+	if (c->resp.watch) {
+		watch_tick(c);
+		return;
+	}
 	bool running = c->resp.follow && lifecycle_running(c->srv->gw, c->resp.stream_sandbox);
 	_cleanup_free_ char *chunk = malloc(STREAM_READ);
 	ssize_t n = 0;
@@ -352,8 +359,10 @@ void server_conn_close(struct conn *c)
 
 static void start_stream(struct conn *c)
 {
-	if (c->resp.session)
-		return start_session(c);
+	if (c->resp.session) {
+		start_session(c);
+		return;
+	}
 	write_head(c, 200, c->resp.watch ? "application/x-ndjson" : "text/plain; charset=utf-8", 0,
 		   true);
 	c->responded = true;
@@ -372,8 +381,10 @@ static void start_exec(struct conn *c)
 	c->responded = true;
 	if (c->resp.exec_park) {
 		loop_timer_disarm(c->timer); /* exec.c times the wait */
-		if (exec_park(c->srv->gw, c->resp.exec_sandbox, c->resp.exec_id, c, &err) < 0)
-			return send_error(c, 503, "unavailable", err.msg);
+		if (exec_park(c->srv->gw, c->resp.exec_sandbox, c->resp.exec_id, c, &err) < 0) {
+			send_error(c, 503, "unavailable", err.msg);
+			return;
+		}
 		c->parked = true;
 		loop_io_modify(c->io, LOOP_IN, NULL); /* to see the client leave */
 		return;
@@ -398,8 +409,10 @@ static void dispatch(struct conn *c, const struct http_request *hr, const char *
 {
 	char method[16], path[2048], query[2048], tok[256];
 	if (hr->method.len >= sizeof(method) || hr->path.len >= sizeof(path) ||
-	    hr->query.len >= sizeof(query))
-		return send_error(c, 414, "uri_too_long", "request target too long");
+	    hr->query.len >= sizeof(query)) {
+		send_error(c, 414, "uri_too_long", "request target too long");
+		return;
+	}
 	memcpy(method, hr->method.p, hr->method.len);
 	method[hr->method.len] = '\0';
 	memcpy(path, hr->path.p, hr->path.len);
@@ -420,10 +433,14 @@ static void dispatch(struct conn *c, const struct http_request *hr, const char *
 		.client_cert_verified = gw_tls_peer_verified(c->ssl),
 	};
 	api_handle(c->srv->gw, &req, &c->resp);
-	if (c->resp.stream)
-		return start_stream(c);
-	if (c->resp.exec_park || c->resp.exec_attach)
-		return start_exec(c);
+	if (c->resp.stream) {
+		start_stream(c);
+		return;
+	}
+	if (c->resp.exec_park || c->resp.exec_attach) {
+		start_exec(c);
+		return;
+	}
 	send_json(c, c->resp.status, c->resp.body);
 }
 
@@ -438,19 +455,27 @@ static void on_request_bytes(struct conn *c)
 	int r = http_parse_request(&c->parser, c->in.data, c->in.len, &req, &head, &err);
 	if (r == HTTP_PARSE_NEED_MORE)
 		return;
-	if (r < 0)
-		return send_error(c, err.code == EMSGSIZE ? 431 : 400, "bad_request", err.msg);
-	if (req.form != HTTP_TARGET_ORIGIN)
-		return send_error(c, 400, "bad_request", "request target must be a path");
+	if (r < 0) {
+		send_error(c, err.code == EMSGSIZE ? 431 : 400, "bad_request", err.msg);
+		return;
+	}
+	if (req.form != HTTP_TARGET_ORIGIN) {
+		send_error(c, 400, "bad_request", "request target must be a path");
+		return;
+	}
 	enum http_body_kind kind = http_request_body(&req);
-	if (kind == HTTP_BODY_CHUNKED)
-		return send_error(c, 411, "length_required",
-				  "send the body with Content-Length, not chunked");
+	if (kind == HTTP_BODY_CHUNKED) {
+		send_error(c, 411, "length_required",
+			   "send the body with Content-Length, not chunked");
+		return;
+	}
 	uint64_t blen = kind == HTTP_BODY_LENGTH ? req.framing.content_length : 0;
-	if (blen > GW_BODY_MAX)
-		return send_error(c, 413, "body_too_large",
-				  "request body over 1 MiB: send less (large policies belong in "
-				  "several revisions)");
+	if (blen > GW_BODY_MAX) {
+		send_error(c, 413, "body_too_large",
+			   "request body over 1 MiB: send less (large policies belong in "
+			   "several revisions)");
+		return;
+	}
 	if (c->in.len - head < blen)
 		return;
 	c->consumed = head + (size_t)blen;
@@ -470,7 +495,8 @@ static void handshake(struct conn *c)
 		SSL_free(steal_ptr(c->ssl));
 		c->handshaking = false;
 		c->responded = c->closing = true;
-		return flush(c);
+		flush(c);
+		return;
 	}
 	c->handshaking = r > 0;
 	loop_io_modify(c->io, r > 0 ? want : LOOP_IN, NULL);
@@ -479,10 +505,14 @@ static void handshake(struct conn *c)
 static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *data)
 {
 	struct conn *c = data;
-	if (c->handshaking)
-		return handshake(c);
-	if (ev & LOOP_OUT)
-		return flush(c);
+	if (c->handshaking) {
+		handshake(c);
+		return;
+	}
+	if (ev & LOOP_OUT) {
+		flush(c);
+		return;
+	}
 	char tmp[16384];
 	if (c->draining) {
 		ssize_t d = gw_conn_recv(fd, c->ssl, tmp, sizeof(tmp));
@@ -491,8 +521,10 @@ static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *
 			conn_close(c);
 		return;
 	}
-	if (c->relaying)
-		return relay_bytes(c);
+	if (c->relaying) {
+		relay_bytes(c);
+		return;
+	}
 	if (c->parked) { /* early frames wait in c->in; EOF means the client left */
 		ssize_t d = gw_conn_recv(fd, c->ssl, tmp, sizeof(tmp));
 		if (d == 0 || (d < 0 && errno != EAGAIN && errno != EINTR) ||
@@ -515,18 +547,24 @@ static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *
 	ssize_t n = gw_conn_recv(fd, c->ssl, tmp, sizeof(tmp));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0)
-		return conn_close(c);
-	if (buf_append(&c->in, tmp, (size_t)n, NULL) < 0)
-		return send_error(c, 413, "body_too_large", "request over the size limit");
+	if (n <= 0) {
+		conn_close(c);
+		return;
+	}
+	if (buf_append(&c->in, tmp, (size_t)n, NULL) < 0) {
+		send_error(c, 413, "body_too_large", "request over the size limit");
+		return;
+	}
 	on_request_bytes(c);
 }
 
 static void on_idle(struct loop *l, struct loop_timer *t, void *data)
 {
 	struct conn *c = data;
-	if (c->resp.stream && !c->draining)
-		return stream_tick(l, t, data);
+	if (c->resp.stream && !c->draining) {
+		stream_tick(l, t, data);
+		return;
+	}
 	conn_close(c);
 }
 

@@ -28,7 +28,7 @@ static inline void cleanup_fclosep(FILE **f)
 
 /* Moves ownership out of a cleanup-attributed pointer variable. */
 #define steal_ptr(p)                                                                               \
-	({                                                                                         \
+	__extension__({                                                                            \
 		__typeof__(p) steal_tmp_ = (p);                                                    \
 		(p) = NULL;                                                                        \
 		steal_tmp_;                                                                        \
@@ -36,7 +36,7 @@ static inline void cleanup_fclosep(FILE **f)
 
 /* Moves ownership out of a cleanup-attributed fd variable. */
 #define steal_fd(fd)                                                                               \
-	({                                                                                         \
+	__extension__({                                                                            \
 		int steal_tmp_ = (fd);                                                             \
 		(fd) = -1;                                                                         \
 		steal_tmp_;                                                                        \

@@ -26,6 +26,11 @@ int str_copy(char *dst, size_t cap, const char *src, os_error *err);
 /* snprintf that fails instead of truncating. */
 int str_format(char *dst, size_t cap, os_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* s, or fallback when s is NULL (what GNU `s ?: fallback` says, in ISO C). */
+static inline const char *str_or(const char *s, const char *fallback)
+{
+	return s ? s : fallback;
+}
 /* Duplicates at most len bytes, NUL-terminating; NULL on ENOMEM. */
 char *str_ndup(const char *s, size_t len);
 bool str_has_prefix(const char *s, const char *prefix);

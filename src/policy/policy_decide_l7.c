@@ -242,16 +242,19 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 	for (size_t i = 0; i < ep->n_deny; i++)
 		if (rule_match(&ep->deny_rules[i], m, canon, &q, true)) {
 			snprintf(out->rule, sizeof out->rule, "deny_rules[%zu]", i);
-			return finish(out, ep, true, POLICY_R_DENY_RULE, m, canon);
+			finish(out, ep, true, POLICY_R_DENY_RULE, m, canon);
+			return;
 		}
 	if (ep->access && access_allows(ep->access, m)) {
 		snprintf(out->rule, sizeof out->rule, "access:%s", policy_access_name(ep->access));
-		return finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
+		finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
+		return;
 	}
 	for (size_t i = 0; i < ep->n_rules; i++)
 		if (rule_match(&ep->rules[i], m, canon, &q, false)) {
 			snprintf(out->rule, sizeof out->rule, "rules[%zu]", i);
-			return finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
+			finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
+			return;
 		}
 	finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
 }

@@ -48,8 +48,10 @@ static void load_path_list(struct lctx *c, const struct ynode *n, bool writable,
 	if (!want_seq(c, n, false))
 		return;
 	*out = calloc(n->seq.n ? n->seq.n : 1, sizeof **out);
-	if (!*out)
-		return lerr_oom(c);
+	if (!*out) {
+		lerr_oom(c);
+		return;
+	}
 	for (size_t i = 0; i < n->seq.n; i++) {
 		const struct ynode *it = n->seq.items[i];
 		size_t old = kp_push(c, "[%zu]", i);
@@ -161,11 +163,15 @@ static void load_binaries(struct lctx *c, const struct ynode *n, struct policy_n
 	static const char *const keys[] = { "path", NULL };
 	if (!want_seq(c, n, false))
 		return;
-	if (n->seq.n > POLICY_MAX_BINARIES)
-		return lerr(c, n, "more than 1024 binaries");
+	if (n->seq.n > POLICY_MAX_BINARIES) {
+		lerr(c, n, "more than 1024 binaries");
+		return;
+	}
 	net->binaries = calloc(n->seq.n ? n->seq.n : 1, sizeof *net->binaries);
-	if (!net->binaries)
-		return lerr_oom(c);
+	if (!net->binaries) {
+		lerr_oom(c);
+		return;
+	}
 	for (size_t i = 0; i < n->seq.n; i++) {
 		const struct ynode *it = n->seq.items[i];
 		size_t old = kp_push(c, "[%zu]", i);
@@ -195,13 +201,16 @@ static void load_endpoints(struct lctx *c, const struct ynode *n, struct policy_
 {
 	if (!want_seq(c, n, false))
 		return;
-	if (c->doc->n_endpoints_total + n->seq.n > c->lim->max_endpoints)
-		return lerr(c, n, "more than %zu endpoints in the policy file",
-			    c->lim->max_endpoints);
+	if (c->doc->n_endpoints_total + n->seq.n > c->lim->max_endpoints) {
+		lerr(c, n, "more than %zu endpoints in the policy file", c->lim->max_endpoints);
+		return;
+	}
 	c->doc->n_endpoints_total += n->seq.n;
 	net->endpoints = calloc(n->seq.n ? n->seq.n : 1, sizeof *net->endpoints);
-	if (!net->endpoints)
-		return lerr_oom(c);
+	if (!net->endpoints) {
+		lerr_oom(c);
+		return;
+	}
 	net->n_endpoints = n->seq.n;
 	for (size_t i = 0; i < n->seq.n; i++) {
 		size_t old = kp_push(c, "[%zu]", i);
@@ -239,11 +248,15 @@ static void load_networks(struct lctx *c, const struct ynode *n)
 	struct policy_doc *d = c->doc;
 	if (!want_map(c, n))
 		return;
-	if (n->map.n > c->lim->max_policies)
-		return lerr(c, n, "more than %zu policies", c->lim->max_policies);
+	if (n->map.n > c->lim->max_policies) {
+		lerr(c, n, "more than %zu policies", c->lim->max_policies);
+		return;
+	}
 	d->networks = calloc(n->map.n ? n->map.n : 1, sizeof *d->networks);
-	if (!d->networks)
-		return lerr_oom(c);
+	if (!d->networks) {
+		lerr_oom(c);
+		return;
+	}
 	for (size_t i = 0; i < n->map.n; i++) {
 		const struct ynode *k = n->map.pairs[i].key;
 		size_t old = kp_push(c, ".%.128s", k->scalar.value);

@@ -19,23 +19,31 @@ static void load_host(struct lctx *c, const struct ynode *n, struct policy_endpo
 		char what[OS_ERROR_MSG_MAX + 64];
 		snprintf(what, sizeof what, "a host name, IP address or `*.`/`**.` pattern (%s)",
 			 e.msg);
-		return lerr_expected(c, n, what);
+		lerr_expected(c, n, what);
+		return;
 	}
-	if (host_is_metadata_name(norm))
-		return lerr(c, n, "%s is a cloud metadata endpoint and always blocked", norm);
+	if (host_is_metadata_name(norm)) {
+		lerr(c, n, "%s is a cloud metadata endpoint and always blocked", norm);
+		return;
+	}
 	if (host_is_ip_literal(norm)) {
 		struct cidr cd = { .prefix = 0 };
 		const char *why = NULL;
-		if (ip_addr_parse(norm, &cd.addr, &e) < 0)
-			return lerr_expected(c, n, "a valid IP address");
-		if (ip_addr_classify(&cd.addr, &why) == ADDR_ALWAYS_BLOCKED)
-			return lerr(c, n, "%s is always blocked (%s)", norm,
-				    why ? why : "reserved");
+		if (ip_addr_parse(norm, &cd.addr, &e) < 0) {
+			lerr_expected(c, n, "a valid IP address");
+			return;
+		}
+		if (ip_addr_classify(&cd.addr, &why) == ADDR_ALWAYS_BLOCKED) {
+			lerr(c, n, "%s is always blocked (%s)", norm, why ? why : "reserved");
+			return;
+		}
 		cd.prefix = cd.addr.family == AF_INET ? 32 : 128;
 		/* A literal IP host implies allowed_ips for exactly that address. */
 		struct cidr *v = reallocarray(ep->allowed_ips, ep->n_allowed + 1, sizeof *v);
-		if (!v)
-			return lerr_oom(c);
+		if (!v) {
+			lerr_oom(c);
+			return;
+		}
 		ep->allowed_ips = v;
 		v[ep->n_allowed++] = cd;
 	}
@@ -54,11 +62,15 @@ static void load_ports(struct lctx *c, const struct ynode *n, bool list, struct 
 			return;
 		count = n->seq.n;
 	}
-	if (count > 65535)
-		return lerr(c, n, "too many ports");
+	if (count > 65535) {
+		lerr(c, n, "too many ports");
+		return;
+	}
 	ep->ports = calloc(count, sizeof *ep->ports);
-	if (!ep->ports)
-		return lerr_oom(c);
+	if (!ep->ports) {
+		lerr_oom(c);
+		return;
+	}
 	for (size_t i = 0; i < count; i++) {
 		const struct ynode *it = list ? n->seq.items[i] : n;
 		size_t old = list ? kp_push(c, "[%zu]", i) : c->plen;
@@ -74,8 +86,10 @@ static void load_allowed_ips(struct lctx *c, const struct ynode *n, struct polic
 	if (!want_seq(c, n, true))
 		return;
 	struct cidr *v = reallocarray(ep->allowed_ips, ep->n_allowed + n->seq.n, sizeof *v);
-	if (!v)
-		return lerr_oom(c);
+	if (!v) {
+		lerr_oom(c);
+		return;
+	}
 	ep->allowed_ips = v;
 	for (size_t i = 0; i < n->seq.n; i++) {
 		const struct ynode *it = n->seq.items[i];
@@ -149,12 +163,15 @@ static void load_query_globs(struct lctx *c, const struct ynode *v, struct polic
 		if (!list)
 			return;
 	} else if (!v || v->kind != YNODE_SCALAR) {
-		return lerr_expected(c, v, "a glob or {any: [globs]}");
+		lerr_expected(c, v, "a glob or {any: [globs]}");
+		return;
 	}
 	size_t n = list->kind == YNODE_SEQUENCE ? list->seq.n : 1;
 	q->globs = calloc(n, sizeof *q->globs);
-	if (!q->globs)
-		return lerr_oom(c);
+	if (!q->globs) {
+		lerr_oom(c);
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct ynode *g = list->kind == YNODE_SEQUENCE ? list->seq.items[i] : list;
 		const char *s;
@@ -168,8 +185,10 @@ static void load_query(struct lctx *c, const struct ynode *n, struct policy_rule
 	if (!want_map(c, n))
 		return;
 	r->query = calloc(n->map.n ? n->map.n : 1, sizeof *r->query);
-	if (!r->query)
-		return lerr_oom(c);
+	if (!r->query) {
+		lerr_oom(c);
+		return;
+	}
 	for (size_t i = 0; i < n->map.n; i++) {
 		const struct ynode *k = n->map.pairs[i].key;
 		size_t old = kp_push(c, ".%.64s", k->scalar.value);
@@ -223,11 +242,15 @@ static void load_rules(struct lctx *c, const struct ynode *n, bool deny, struct 
 	static const char *const keys[] = { "allow", NULL };
 	if (!want_seq(c, n, true))
 		return;
-	if (n->seq.n > POLICY_MAX_RULES)
-		return lerr(c, n, "more than 1024 rules");
+	if (n->seq.n > POLICY_MAX_RULES) {
+		lerr(c, n, "more than 1024 rules");
+		return;
+	}
 	*out = calloc(n->seq.n, sizeof **out);
-	if (!*out)
-		return lerr_oom(c);
+	if (!*out) {
+		lerr_oom(c);
+		return;
+	}
 	*count = n->seq.n;
 	for (size_t i = 0; i < n->seq.n; i++) {
 		const struct ynode *it = n->seq.items[i];

@@ -77,11 +77,11 @@ static const struct range v4_ranges[] = {
 };
 
 static const struct range v6_ranges[] = {
-	V6(BLK, "unspecified address ::", 128),
+	V6(BLK, "unspecified address ::", 128, 0),
 	V6(BLK, "loopback address ::1", 128, [15] = 1),
 	EMB(12, "IPv4-mapped address ::ffff:0:0/96", 96, [10] = 0xff, [11] = 0xff),
 	EMB(12, "IPv4-translated address ::ffff:0:0:0/96", 96, [8] = 0xff, [9] = 0xff),
-	EMB(12, "IPv4-compatible address ::/96", 96),
+	EMB(12, "IPv4-compatible address ::/96", 96, 0),
 	EMB(12, "NAT64 address 64:ff9b::/96", 96, 0x00, 0x64, 0xff, 0x9b),
 	EMB(2, "6to4 address 2002::/16", 16, 0x20, 0x02),
 	V6(BLK, "cloud metadata address fd00:ec2::254", 128, 0xfd, 0x00, 0x0e,

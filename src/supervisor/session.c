@@ -240,25 +240,34 @@ static void stream_event(struct gw_conn *c, enum gw_conn_event ev, const char *d
 	switch (ev) {
 	case GW_CONN_DATA:
 		r = session_stream_feed(&s->reader, data, len, on_message, s, &err);
-		if (r < 0)
-			return drop_stream(s, err.msg, err.code == EACCES ? 2000 : 0);
-		if (r == 1)
-			return drop_stream(s, "the gateway ended the session", 0);
+		if (r < 0) {
+			drop_stream(s, err.msg, err.code == EACCES ? 2000 : 0);
+			return;
+		}
+		if (r == 1) {
+			drop_stream(s, "the gateway ended the session", 0);
+			return;
+		}
 		return;
 	case GW_CONN_END:
-		return drop_stream(s, s->up ? "the gateway closed the session" : NULL, 0);
+		drop_stream(s, s->up ? "the gateway closed the session" : NULL, 0);
+		return;
 	case GW_CONN_ERROR:
-		if (s->up)
-			return drop_stream(s, cerr->msg, 0);
+		if (s->up) {
+			drop_stream(s, cerr->msg, 0);
+			return;
+		}
 		/* Before a session: once per distinct reason, not once per retry
 		 * (a wrong CA would otherwise fill the log every few seconds). */
 		if (strcmp(s->last_fail, cerr->msg) != 0) {
 			log_warn("session: cannot reach the gateway: %s; retrying", cerr->msg);
 			snprintf(s->last_fail, sizeof(s->last_fail), "%s", cerr->msg);
 		}
-		return drop_stream(s, NULL, 0);
+		drop_stream(s, NULL, 0);
+		return;
 	case GW_CONN_TIMEOUT:
-		return drop_stream(s, "no word from the gateway", 0);
+		drop_stream(s, "no word from the gateway", 0);
+		return;
 	}
 }
 

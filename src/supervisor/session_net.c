@@ -173,18 +173,23 @@ static void on_io(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *
 		socklen_t sl = sizeof(soerr);
 		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
 			soerr = errno;
-		if (soerr != 0)
-			return report_errno(c, "connecting to the gateway", soerr);
+		if (soerr != 0) {
+			report_errno(c, "connecting to the gateway", soerr);
+			return;
+		}
 		c->connected = true;
 		c->handshaking = c->ssl != NULL;
 	}
 	if (!c->connected)
 		return;
-	if (c->handshaking)
-		return handshake(c);
+	if (c->handshaking) {
+		handshake(c);
+		return;
+	}
 	if ((ev & LOOP_OUT) || (c->write_wants_read && (ev & LOOP_IN))) {
 		c->write_wants_read = false;
-		return pump_out(c);
+		pump_out(c);
+		return;
 	}
 	if (ev & (LOOP_IN | LOOP_HUP | LOOP_ERR))
 		read_in(c);

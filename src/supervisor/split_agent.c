@@ -144,8 +144,10 @@ static void take_exit(struct split *s, const char *text, size_t len)
 {
 	_cleanup_json_ json_t *j = json_parse_strict(text, len, 4096, NULL);
 	int64_t code;
-	if (!j || json_get_int(j, "code", true, 0, 255, &code, NULL) < 0)
-		return lose(s, "malformed exit report");
+	if (!j || json_get_int(j, "code", true, 0, 255, &code, NULL) < 0) {
+		lose(s, "malformed exit report");
+		return;
+	}
 	s->exit_code = (int)code;
 	s->exited = true;
 	agent_over(s);
@@ -166,14 +168,20 @@ static void process_buffered(struct split *s)
 		_cleanup_free_ char *text = NULL;
 		size_t len = 0;
 		int got = splitchan_take(&s->chan, &type, &text, &len, &local);
-		if (got < 0)
-			return lose(s, local.msg);
+		if (got < 0) {
+			lose(s, local.msg);
+			return;
+		}
 		if (got == 0)
 			break;
-		if (type == SPLITCHAN_EXIT)
-			return take_exit(s, text, len);
-		if (type != SPLITCHAN_STATUS)
-			return lose(s, "unexpected frame after the launch");
+		if (type == SPLITCHAN_EXIT) {
+			take_exit(s, text, len);
+			return;
+		}
+		if (type != SPLITCHAN_STATUS) {
+			lose(s, "unexpected frame after the launch");
+			return;
+		}
 	}
 	if (!s->exited && !s->lost && s->chan.eof)
 		lose(s, "the launcher closed the channel without reporting the agent's exit");

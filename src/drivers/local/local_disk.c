@@ -159,7 +159,7 @@ int64_t local_audit_policy(const char *audit_path, json_t **last)
 			*nl = '\0';
 		if (strstr(line, "\"policy\"")) {
 			json_t *j = json_loads(line, 0, NULL);
-			if (j && !strcmp(json_string_value(json_object_get(j, "event")) ?: "",
+			if (j && !strcmp(str_or(json_string_value(json_object_get(j, "event")), ""),
 					 "policy")) {
 				n++;
 				if (*last)

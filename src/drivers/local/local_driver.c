@@ -365,7 +365,7 @@ static int local_status(struct driver *d, json_t *record, json_t **out, os_error
 static bool known(json_t *const *records, size_t n, const char *id)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(rec_id(records[i]) ?: "", id))
+		if (!strcmp(str_or(rec_id(records[i]), ""), id))
 			return true;
 	return false;
 }
