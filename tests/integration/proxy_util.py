@@ -13,7 +13,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.environ.get("OPENSHELL_BUILD", os.path.join(HERE, "..", "..", "build"))
-PROXY_BIN = os.path.join(BUILD, "src", "supervisor", "proxy", "openshell-proxy")
+PROXY_BIN = os.path.join(BUILD, "src", "supervisor", "egress", "openshell-proxy")
 UPSTREAM_IP = "198.51.100.10"
 HOST_IP = "198.51.100.1"
 

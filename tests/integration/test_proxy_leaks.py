@@ -15,7 +15,7 @@ from proxy_util import Proxy, Upstream
 from test_proxy import POLICY, SECRET
 
 SAN_BIN = os.path.join(os.path.dirname(proxy_util.BUILD.rstrip("/")), "build-san", "src",
-                       "supervisor", "proxy", "openshell-proxy")
+                       "supervisor", "egress", "openshell-proxy")
 
 
 @pytest.fixture(scope="module")

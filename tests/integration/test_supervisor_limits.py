@@ -41,7 +41,7 @@ FALLBACK = "falling back to rlimits"
 
 def cgroup_layout():
     """{"pids"|"memory": (version, mount point)} for the controllers mounted
-    here, chosen as src/supervisor/cgroup.c does; plus "mounts": every cgroup
+    here, chosen as src/supervisor/backend/cgroup.c does; plus "mounts": every cgroup
     mount point."""
     found = {"mounts": []}
     with open("/proc/self/mountinfo") as f:

@@ -1,4 +1,4 @@
-/* test_cgroup.c - the pure part of src/supervisor/cgroup.c: which hierarchy
+/* test_cgroup.c - the pure part of src/supervisor/backend/cgroup.c: which hierarchy
  * holds the pids and memory controllers, chosen from mountinfo text (v1,
  * v2, hybrid hosts, escaped mount points, malformed lines). */
 #include <errno.h>

@@ -4,31 +4,46 @@
  * usage: sandbox-deny NAME:ERRNO[:ARG0] ... -- COMMAND [ARGS...] */
 #include <errno.h>
 #include <seccomp.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "parse.h"
+/* Whole-string decimal in [min, max]; a test helper, so it stands alone
+ * (it links no project library: it is never sanitized, see meson.build). */
+static int decimal_arg(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
 
 static int add_rule(scmp_filter_ctx ctx, char *spec)
 {
 	char *name = spec, *e = strchr(spec, ':'), *a0 = NULL;
-	uint64_t code, arg;
+	long long code, arg;
 	if (!e)
 		return -1;
 	*e++ = '\0';
 	if ((a0 = strchr(e, ':')))
 		*a0++ = '\0';
 	int nr = seccomp_syscall_resolve_name(name);
-	if (nr == __NR_SCMP_ERROR || parse_u64_str(e, 1, 4095, &code, NULL) < 0)
+	if (nr == __NR_SCMP_ERROR || decimal_arg(e, 1, 4095, &code) < 0)
 		return -1;
 	if (!a0)
 		return seccomp_rule_add(ctx, SCMP_ACT_ERRNO((uint32_t)code), nr, 0);
-	if (parse_u64_str(a0, 0, UINT32_MAX, &arg, NULL) < 0)
+	if (decimal_arg(a0, 0, UINT32_MAX, &arg) < 0)
 		return -1;
 	return seccomp_rule_add(ctx, SCMP_ACT_ERRNO((uint32_t)code), nr, 1,
-				SCMP_A0(SCMP_CMP_EQ, arg, 0));
+				SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)arg, 0));
 }
 
 int main(int argc, char **argv)
