@@ -22,6 +22,17 @@ static const char *const denied_syscalls[] = {
 	"ptrace",
 	"process_vm_readv",
 	"process_vm_writev",
+	/* Taking a copy of another process's descriptor (same uid suffices)
+	 * would let an agent borrow a socket an allowed binary holds, or take
+	 * one back after exec'ing an allowed binary on it: caller identity
+	 * depends on descriptors staying where the kernel put them. kcmp tells
+	 * which descriptors two processes share, the reconnaissance for it. */
+	"pidfd_getfd",
+	"kcmp",
+	/* File handles bypass path-based checks (Landlock, the mount view):
+	 * refused, as the common container profiles do. */
+	"open_by_handle_at",
+	"name_to_handle_at",
 	"bpf",
 	"perf_event_open",
 	"userfaultfd",

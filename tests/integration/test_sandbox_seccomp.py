@@ -11,7 +11,8 @@ import pytest
 import sandbox_util as su
 
 DENIED = [
-    "ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open",
+    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+    "open_by_handle_at", "name_to_handle_at", "bpf", "perf_event_open",
     "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "mount",
     "umount2", "fsopen", "fsconfig", "fsmount", "fspick", "open_tree", "move_mount",
     "mount_setattr", "pivot_root", "setns", "unshare_newuser", "clone_newuser",

@@ -33,6 +33,10 @@ static void probe_syscalls(void)
 	report("ptrace", syscall(SYS_ptrace, PTRACE_PEEKUSER, BAD_PID, 0, 0));
 	report("process_vm_readv", syscall(SYS_process_vm_readv, BAD_PID, NULL, 0, NULL, 0, 1));
 	report("process_vm_writev", syscall(SYS_process_vm_writev, BAD_PID, NULL, 0, NULL, 0, 1));
+	report("pidfd_getfd", syscall(SYS_pidfd_getfd, -1, 0, 0));
+	report("kcmp", syscall(SYS_kcmp, BAD_PID, BAD_PID, 0, 0, 0));
+	report("open_by_handle_at", syscall(SYS_open_by_handle_at, -1, NULL, 0));
+	report("name_to_handle_at", syscall(SYS_name_to_handle_at, -1, NULL, NULL, NULL, 0));
 	report("bpf", syscall(SYS_bpf, -1, NULL, 0));
 	report("perf_event_open", syscall(SYS_perf_event_open, NULL, -1, -1, -1, ~0UL));
 	report("userfaultfd", syscall(SYS_userfaultfd, ~0));
