@@ -13,12 +13,23 @@
 #define QUERY_MAX_BYTES 4096
 #define CANON_PATH_MAX 8192
 
+/* Every parameter in two readings: [QUERY_RAW] percent-decoded with '+'
+ * kept (what a plain URL parser sees) and [QUERY_FORM] with '+' as a space
+ * too (what web frameworks see for a query string). An upstream may use
+ * either, so a deny rule hits when either reading matches and an allow rule
+ * needs both to match. */
+enum { QUERY_RAW, QUERY_FORM, QUERY_READINGS };
+/* One reading of a query of L bytes in n pairs needs at most L + n + 1
+ * bytes (each pair's name and value NUL-terminated: its length + 2, and the
+ * n - 1 '&' separators are not stored). */
+#define QUERY_READING_BYTES (QUERY_MAX_BYTES + QUERY_MAX_PARAMS + 1)
+
 struct qparams {
 	bool bad; /* undecodable or over the caps: allow rules fail, deny rules hit */
 	size_t n;
-	const char *name[QUERY_MAX_PARAMS];
-	const char *value[QUERY_MAX_PARAMS];
-	char buf[QUERY_MAX_BYTES + 1];
+	const char *name[QUERY_READINGS][QUERY_MAX_PARAMS];
+	const char *value[QUERY_READINGS][QUERY_MAX_PARAMS];
+	char buf[QUERY_READINGS * QUERY_READING_BYTES];
 };
 
 static int hexv(char c)
@@ -32,14 +43,14 @@ static int hexv(char c)
 	return -1;
 }
 
-/* Percent-decodes s[0..len) into out (NUL-terminated); false on a bad
- * escape or a decoded NUL. */
-static bool pct_decode(const char *s, size_t len, char *out)
+/* Percent-decodes s[0..len) into out (NUL-terminated), with '+' read as a
+ * space when plus_is_space; false on a bad escape or a decoded NUL. */
+static bool pct_decode(const char *s, size_t len, bool plus_is_space, char *out)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < len; i++) {
 		if (s[i] != '%') {
-			out[o++] = s[i];
+			out[o++] = plus_is_space && s[i] == '+' ? ' ' : s[i];
 			continue;
 		}
 		if (i + 2 >= len)
@@ -54,6 +65,30 @@ static bool pct_decode(const char *s, size_t len, char *out)
 	return true;
 }
 
+/* Decodes one "name=value" pair in both readings into p->buf at *o; false
+ * on a bad escape. A reading of a pair takes at most its length + 2 bytes
+ * (see QUERY_READING_BYTES). */
+static bool query_pair(const char *pair, size_t len, struct qparams *p, size_t *o)
+{
+	const char *eq = memchr(pair, '=', len);
+	size_t nlen = eq ? (size_t)(eq - pair) : len;
+	size_t vlen = eq ? len - nlen - 1 : 0;
+	for (int r = 0; r < QUERY_READINGS; r++) {
+		char *name = p->buf + *o;
+		if (!pct_decode(pair, nlen, r == QUERY_FORM, name))
+			return false;
+		*o += strlen(name) + 1;
+		char *val = p->buf + *o;
+		if (!pct_decode(eq ? eq + 1 : "", vlen, r == QUERY_FORM, val))
+			return false;
+		*o += strlen(val) + 1;
+		p->name[r][p->n] = name;
+		p->value[r][p->n] = val;
+	}
+	p->n++;
+	return true;
+}
+
 static void query_parse(const char *q, size_t len, struct qparams *p)
 {
 	p->n = 0;
@@ -64,27 +99,10 @@ static void query_parse(const char *q, size_t len, struct qparams *p)
 		while (end < len && q[end] != '&')
 			end++;
 		if (end > i) {
-			if (p->n == QUERY_MAX_PARAMS) {
+			if (p->n == QUERY_MAX_PARAMS || !query_pair(q + i, end - i, p, &o)) {
 				p->bad = true;
 				break;
 			}
-			const char *eq = memchr(q + i, '=', end - i);
-			size_t nlen = eq ? (size_t)(eq - (q + i)) : end - i;
-			char *name = p->buf + o;
-			if (!pct_decode(q + i, nlen, name)) {
-				p->bad = true;
-				break;
-			}
-			o += strlen(name) + 1;
-			char *val = p->buf + o;
-			size_t vlen = eq ? end - i - nlen - 1 : 0;
-			if (!pct_decode(eq ? eq + 1 : "", vlen, val)) {
-				p->bad = true;
-				break;
-			}
-			o += strlen(val) + 1;
-			p->name[p->n] = name;
-			p->value[p->n++] = val;
 		}
 		i = end + 1;
 	}
@@ -121,8 +139,26 @@ static bool globs_match(const struct policy_query *m, const char *v)
 	return false;
 }
 
-/* Allow: each matched parameter present and every value matching.
- * Deny: each matched parameter present with at least one matching value. */
+/* Parameter j is called m->name in some reading (deny) or, for an allow
+ * rule, in the reading being checked. */
+static bool value_hits(const struct policy_query *m, const struct qparams *p, size_t j, bool deny,
+		       bool *named)
+{
+	bool hit_any = false, hit_all = true;
+	*named = false;
+	for (int r = 0; r < QUERY_READINGS; r++) {
+		bool is_named = !strcmp(p->name[r][j], m->name);
+		bool hit = is_named && globs_match(m, p->value[r][j]);
+		*named |= is_named;
+		hit_any |= hit;
+		hit_all &= hit;
+	}
+	return deny ? hit_any : hit_all;
+}
+
+/* Allow: each matched parameter present and every value matching, in every
+ * reading. Deny: each matched parameter present with at least one value
+ * matching in some reading. */
 static bool query_match(const struct policy_rule *r, const struct qparams *p, bool deny)
 {
 	if (r->n_query && p->bad)
@@ -131,10 +167,12 @@ static bool query_match(const struct policy_rule *r, const struct qparams *p, bo
 		const struct policy_query *m = &r->query[i];
 		size_t seen = 0, hits = 0;
 		for (size_t j = 0; j < p->n; j++) {
-			if (strcmp(p->name[j], m->name) != 0)
+			bool named;
+			bool hit = value_hits(m, p, j, deny, &named);
+			if (!named)
 				continue;
 			seen++;
-			hits += globs_match(m, p->value[j]);
+			hits += hit;
 		}
 		if (seen == 0 || (deny ? hits == 0 : hits != seen))
 			return false;

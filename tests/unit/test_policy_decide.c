@@ -53,6 +53,7 @@ static const char policy_text[] =
 	"        deny_rules:\n"
 	"          - { method: GET, path: \"/repos/secret/**\" }\n"
 	"          - { method: \"*\", path: /search, query: { q: \"*password*\" } }\n"
+	"          - { method: \"*\", path: /search, query: { q: \"*secret plan*\" } }\n"
 	"    binaries: [{ path: /usr/bin/curl }]\n"
 	"  audit_ep:\n"
 	"    endpoints:\n"
@@ -270,6 +271,46 @@ static void query_matchers(void **state)
 	L7("rules.example.com", "GET", "/search?q=lang-c&page=1&x=%zz", POLICY_DENY, "deny_rule");
 }
 
+/* '+' is a space to web frameworks and a '+' to plain URL parsers: a deny
+ * rule hits in either reading, an allow rule must hold in both. */
+static void query_plus_is_read_both_ways(void **state)
+{
+	L7("rules.example.com", "GET", "/search?q=lang-secret%20plan&page=1", POLICY_DENY,
+	   "deny_rule");
+	L7("rules.example.com", "GET", "/search?q=lang-secret+plan&page=1", POLICY_DENY,
+	   "deny_rule");
+	L7("rules.example.com", "GET", "/search?q=lang-secret+plan+b&page=1", POLICY_DENY,
+	   "deny_rule");
+	/* Control: '+' elsewhere is harmless and both readings match lang-*. */
+	L7("rules.example.com", "GET", "/search?q=lang-c+d&page=1", POLICY_ALLOW, "allowed");
+	L7("rules.example.com", "GET", "/search?q=lang-secretplan&page=1", POLICY_ALLOW, "allowed");
+	/* A name that only one reading calls q does not satisfy the allow rule. */
+	L7("rules.example.com", "GET", "/search?q+=lang-c&page=1", POLICY_DENY, "no_matching_rule");
+}
+
+/* 64 bare names filling the 4096-byte cap: each decoded name needs two NULs
+ * more than its text, which overran a buffer sized by the query alone
+ * (ASan in the sanitized unit build reports it). */
+static void query_at_the_caps_fits(void **state)
+{
+	char path[8 + 4096 + 2] = "/search?";
+	size_t o = strlen(path), name_len = (4096 - 63) / 64;
+	for (int i = 0; i < 64; i++) {
+		if (i)
+			path[o++] = '&';
+		size_t len = i < 63 ? name_len : 4096 - 63 - 63 * name_len;
+		memset(path + o, 'a' + (i % 26), len);
+		o += len;
+	}
+	path[o] = '\0';
+	assert_int_equal(o - 8, 4096);
+	L7("rules.example.com", "GET", path, POLICY_DENY, "no_matching_rule");
+	/* One byte over the cap: undecidable, so the deny rules hit. */
+	path[o++] = 'z';
+	path[o] = '\0';
+	L7("rules.example.com", "GET", path, POLICY_DENY, "deny_rule");
+}
+
 static void detail_never_contains_the_query(void **state)
 {
 	struct policy_decision d =
@@ -447,6 +488,8 @@ int main(void)
 		cmocka_unit_test(deny_rules_win_over_access),
 		cmocka_unit_test(rules_methods_and_head),
 		cmocka_unit_test(query_matchers),
+		cmocka_unit_test(query_plus_is_read_both_ways),
+		cmocka_unit_test(query_at_the_caps_fits),
 		cmocka_unit_test(detail_never_contains_the_query),
 		cmocka_unit_test(canonical_path_is_matched_and_forwarded),
 		cmocka_unit_test(canonicalisation_attacks_are_rejected),
