@@ -16,6 +16,7 @@
 #include "fdutil.h"
 #include "filter.h"
 #include "landlock.h"
+#include "mountview.h"
 #include "nsetup.h"
 #include "parse.h"
 #include "privs.h"
@@ -215,6 +216,9 @@ int sandbox_launch(const struct launch_spec *s)
 		os_error_set(&err, ENOTTY, "tty requested but fd 0 is not a terminal");
 		return fail("session", &err);
 	}
+	if (!s->new_namespaces && s->join_pidfd < 0 &&
+	    mountview_check_without_namespace(s, &err) < 0)
+		return fail("namespaces", &err);
 	if (ns_join_cgroups(s, &err) < 0)
 		return fail("cgroup", &err);
 	if (ns_join_net(s, &err) < 0)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "mountview.h"
 #include "parse.h"
 
 int ns_join_net(const struct launch_spec *s, os_error *err)
@@ -88,6 +89,9 @@ int ns_setup_mounts(const struct launch_spec *s, os_error *err)
 		return os_error_errno(err, "opening /proc/sys/vm/memfd_noexec");
 	}
 	if (s->workspace && bind_workspace(s->workspace, err) < 0)
+		return -1;
+	/* Last: the read-only view covers /proc, /tmp and the workspace too. */
+	if (mountview_apply(s, err) < 0)
 		return -1;
 	if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
 		return os_error_errno(err, "setting hostname");

@@ -56,10 +56,14 @@ def test_write_outside_read_write_fails_with_eacces(dirs, new_namespaces):
     assert not os.path.exists(target)
 
 
-def test_write_into_read_only_path_fails_with_eacces(dirs):
-    assert probe(dirs, "open-write", os.path.join(dirs["ro"], "f"))["open_write"] == errno.EACCES
+@pytest.mark.parametrize("new_namespaces,refusal", [(True, errno.EROFS), (False, errno.EACCES)])
+def test_write_into_read_only_path_is_refused(dirs, new_namespaces, refusal):
+    # With a mount namespace the path is a read-only mount (EROFS, before
+    # Landlock is asked); without one Landlock alone refuses (EACCES).
+    target = os.path.join(dirs["ro"], "f")
+    assert probe(dirs, "open-write", target, new_namespaces)["open_write"] == refusal
     # Positive control: the same file is readable.
-    assert probe(dirs, "open-read", os.path.join(dirs["ro"], "f"))["open_read"] == 0
+    assert probe(dirs, "open-read", target, new_namespaces)["open_read"] == 0
 
 
 def test_read_outside_policy_fails_and_inside_succeeds(dirs):

@@ -19,6 +19,7 @@
 #include "fdutil.h"
 #include "json.h"
 #include "parse.h"
+#include "pathutil.h"
 
 static void error_chains_context(void **state)
 {
@@ -155,6 +156,19 @@ static void json_strict_rejects_duplicates_and_unknown_keys(void **state)
 	assert_int_equal(json_get_string(v, "n", true, &s, &err), -1);
 }
 
+static void path_is_inside_is_strict_and_component_wise(void **state)
+{
+	(void)state;
+	assert_true(path_is_inside("/a/b", "/a"));
+	assert_true(path_is_inside("/a/b/c", "/a"));
+	assert_true(path_is_inside("/a", "/"));
+	assert_false(path_is_inside("/ab", "/a"));
+	assert_false(path_is_inside("/a", "/a"));
+	assert_false(path_is_inside("/a/", "/a"));
+	assert_false(path_is_inside("/", "/"));
+	assert_false(path_is_inside("/a", "/a/b"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -166,6 +180,7 @@ int main(void)
 		cmocka_unit_test(checked_arithmetic_detects_overflow),
 		cmocka_unit_test(fd_read_all_caps_input),
 		cmocka_unit_test(json_strict_rejects_duplicates_and_unknown_keys),
+		cmocka_unit_test(path_is_inside_is_strict_and_component_wise),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

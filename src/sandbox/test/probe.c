@@ -15,7 +15,9 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -156,6 +158,17 @@ static long pid_arg(const char *s)
 	return (long)v;
 }
 
+/* Metadata changes a file's owner may make on a writable mount, each
+ * refused (EROFS) on a read-only one whatever Landlock says. */
+static void probe_meta(const char *path)
+{
+	report("chmod", chmod(path, 0600));
+	report("utime", utimensat(AT_FDCWD, path, NULL, 0));
+	report("setxattr", setxattr(path, "user.openshell", "x", 1, 0));
+	report("chown", chown(path, getuid(), getgid()));
+	report("truncate", truncate(path, 0));
+}
+
 static int run(const char *cmd, const char *arg)
 {
 	if (strcmp(cmd, "syscalls") == 0)
@@ -178,6 +191,8 @@ static int run(const char *cmd, const char *arg)
 		report("open_read", open(arg, O_RDONLY | O_CLOEXEC));
 	else if (strcmp(cmd, "open-write") == 0 && arg)
 		report("open_write", open(arg, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+	else if (strcmp(cmd, "meta") == 0 && arg)
+		probe_meta(arg);
 	else if (strcmp(cmd, "kill") == 0)
 		report("kill", kill((pid_t)pid_arg(arg), 0));
 	else if (strcmp(cmd, "ptrace") == 0)

@@ -19,6 +19,7 @@
 #include "json.h"
 #include "log.h"
 #include "parse.h"
+#include "pathutil.h"
 
 #define SYSTEM_ROOTS "/etc/ssl/certs/ca-certificates.crt"
 
@@ -123,6 +124,16 @@ static json_t *path_array(char **v, size_t n)
 	return a;
 }
 
+static bool inside_any(const json_t *paths, const char *path)
+{
+	size_t i;
+	const json_t *p;
+	json_array_foreach (paths, i, p)
+		if (path_is_inside(path, json_string_value(p)))
+			return true;
+	return false;
+}
+
 /* The launch spec's filesystem part: the policy's lists, the workdir when
  * include_workdir, and the CA directory (read-only) so TLS clients work. */
 static void fill_filesystem(struct egress *e, const struct policy_doc *d, json_t *spec)
@@ -148,7 +159,10 @@ static void fill_filesystem(struct egress *e, const struct policy_doc *d, json_t
 			rw, json_string(json_is_true(json_object_get(spec, "new_namespaces"))
 						? "/sandbox"
 						: e->o.workdir));
-	if (e->o.run_dir)
+	/* Inside a read_write path it is readable already (and root's files
+	 * there stay root's); a read_only entry nested in read_write would
+	 * need the launcher's mount namespace, which split agents lack. */
+	if (e->o.run_dir && !inside_any(rw, e->o.run_dir))
 		json_array_append_new(ro, json_string(e->o.run_dir));
 	json_object_set_new(spec, "filesystem",
 			    json_pack("{s:o, s:o}", "read_only", ro, "read_write", rw));

@@ -1,0 +1,95 @@
+"""openshell-sandbox mount view: read_only paths are read-only mounts, so the
+kernel refuses metadata changes Landlock lets a file's owner make (chmod,
+utime, setxattr, chown, truncate), a read_only path inside a read_write one
+stays read-only, read_write paths inside read_only ones stay writable, and
+without a mount namespace a policy that nests read_only inside read_write is
+refused instead of run with less than it says."""
+
+import errno
+import os
+
+import pytest
+
+import sandbox_util as su
+
+META = ["chmod", "utime", "setxattr", "chown", "truncate"]
+
+
+@pytest.fixture
+def tree():
+    """base/rw (read_write) holding ro/ (read_only) holding rw2/ (read_write)
+    and base/owned-ro (read_only): every file belongs to the agent's uid, so
+    only the mount can refuse what the owner may otherwise do."""
+    base = su.make_workdir()
+    paths = {"base": base}
+    for name in ("rw", "rw/ro", "rw/ro/rw2", "owned-ro"):
+        d = os.path.join(base, name)
+        os.mkdir(d)
+        with open(os.path.join(d, "f"), "w") as f:
+            f.write("data")
+        for p in (d, os.path.join(d, "f")):
+            os.chown(p, su.AGENT_UID, su.AGENT_GID)
+        paths[name] = d
+    yield paths
+    su.remove_workdir(base)
+
+
+def run_probe(tree, cmd, path, new_namespaces=True):
+    s = su.spec([su.PROBE, cmd, path],
+                read_only=[tree["owned-ro"], tree["rw/ro"]],
+                read_write=[tree["rw"], tree["rw/ro/rw2"]],
+                new_namespaces=new_namespaces)
+    r = su.run(s)
+    assert r.rc == 0 and r.execed, r
+    return su.probe_lines(r.stdout)
+
+
+@pytest.mark.parametrize("call", META)
+def test_owner_cannot_change_metadata_of_a_read_only_file(tree, call):
+    inside = run_probe(tree, "meta", os.path.join(tree["owned-ro"], "f"))
+    assert inside[call] == errno.EROFS
+    # Positive control: the same calls on a read_write file of the same owner work.
+    control = run_probe(tree, "meta", os.path.join(tree["rw"], "f"))
+    assert control[call] == 0
+
+
+def test_read_only_inside_read_write_stays_read_only(tree):
+    target = os.path.join(tree["rw/ro"], "f")
+    r = run_probe(tree, "open-write", target)
+    assert r["open_write"] == errno.EROFS
+    assert run_probe(tree, "meta", target)["chmod"] == errno.EROFS
+    new = os.path.join(tree["rw/ro"], "new")
+    assert run_probe(tree, "open-write", new)["open_write"] == errno.EROFS
+    assert not os.path.exists(new)
+    # Control: its read_write parent is writable.
+    assert run_probe(tree, "open-write", os.path.join(tree["rw"], "new"))["open_write"] == 0
+
+
+def test_read_write_inside_read_only_stays_writable(tree):
+    new = os.path.join(tree["rw/ro/rw2"], "new")
+    assert run_probe(tree, "open-write", new)["open_write"] == 0
+    assert os.path.exists(new)
+
+
+def test_read_only_mount_keeps_nosuid_and_nodev(tree):
+    # /proc/self/mountinfo inside the sandbox names the options of the view.
+    s = su.spec(["/bin/cat", "/proc/self/mountinfo"], read_only=[tree["owned-ro"]])
+    r = su.run(s)
+    assert r.rc == 0 and r.execed, r
+    lines = [l for l in r.stdout.splitlines() if l.split()[4] == tree["owned-ro"]]
+    assert lines, r.stdout
+    opts = lines[-1].split()[5].split(",")
+    assert "ro" in opts and "nosuid" in opts and "nodev" in opts
+
+
+def test_nesting_without_a_mount_namespace_is_refused_by_name(tree):
+    s = su.spec([su.PROBE, "open-read", tree["rw/ro"]],
+                read_only=[tree["rw/ro"]], read_write=[tree["rw"]], new_namespaces=False)
+    r = su.run(s)
+    assert not r.execed and r.failure, r
+    assert r.failure["step"] == "namespaces"
+    assert tree["rw/ro"] in r.failure["message"] and tree["rw"] in r.failure["message"]
+    # Control: the same spec with a mount namespace runs.
+    s["new_namespaces"] = True
+    r = su.run(s)
+    assert r.rc == 0 and r.execed, r
