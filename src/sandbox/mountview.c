@@ -1,26 +1,97 @@
-/* mountview.c - read_only paths as read-only bind mounts (see mountview.h).
- * Every path here comes from the operator's policy, never from the agent,
- * and this runs before any agent code exists in the namespace. */
+/* mountview.c - the agent's filesystem view (see mountview.h). Every path
+ * here comes from the operator's policy, never from the agent, and this
+ * runs before any agent code exists in the namespace. */
 #include "mountview.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "cleanup.h"
+#include "fdutil.h"
+#include "parse.h"
 #include "pathutil.h"
 
-#define MOUNTVIEW_MAX_PATHS (2 * SPEC_MAX_PATHS)
+/* Staging: a mount over /tmp, private to this namespace (the view gets a
+ * fresh /tmp of its own, so nothing is lost by covering it). */
+#define VIEW_STAGING "/tmp"
+#define VIEW_MAX_ENTRIES (4 * SPEC_MAX_PATHS)
 
 struct view_entry {
-	const char *path;
+	char path[PATH_MAX]; /* where the agent sees it */
+	char source[PATH_MAX]; /* what is bound there, resolved in this namespace */
 	bool rw;
+	bool dir;
 	bool device; /* a char/block device named by the policy itself */
-	unsigned long keep; /* MS_* flags the path's mount had before */
 };
+
+struct view {
+	struct view_entry *e;
+	size_t n;
+	bool whole_root; /* "/" itself is read_only: the view starts as a copy of it */
+};
+
+/* /proc and /tmp are always the namespace's own (fresh) ones: entries at
+ * or below them are covered by those mounts and Landlock, not bound. */
+static bool fresh_mount_covers(const char *path)
+{
+	static const char *const fresh[] = { "/proc", "/tmp" };
+	for (size_t i = 0; i < ARRAY_SIZE(fresh); i++)
+		if (!strcmp(path, fresh[i]) || path_is_inside(path, fresh[i]))
+			return true;
+	return false;
+}
+
+static int add_entry(struct view *v, const char *path, const char *source, bool rw,
+		     const struct stat *st, os_error *err)
+{
+	if (v->n == VIEW_MAX_ENTRIES)
+		return os_error_set(err, E2BIG, "more than %d paths in the filesystem view",
+				    VIEW_MAX_ENTRIES);
+	struct view_entry *e = &v->e[v->n];
+	if (str_copy(e->path, sizeof e->path, path, err) < 0 ||
+	    str_copy(e->source, sizeof e->source, source, err) < 0)
+		return -1;
+	e->rw = rw;
+	e->dir = S_ISDIR(st->st_mode);
+	e->device = S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode);
+	v->n++;
+	return 0;
+}
+
+/* One policy path: where it is named and, when that is a symlink (/lib ->
+ * usr/lib), where it really is, so both spellings work as under Landlock,
+ * which grants the target. Missing paths are skipped (Landlock reports
+ * them in hard_requirement mode). */
+static int add_policy_path(struct view *v, const char *path, bool rw, os_error *err)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	if (!strcmp(path, "/")) {
+		v->whole_root |= !rw;
+		return 0;
+	}
+	if (fresh_mount_covers(path))
+		return 0;
+	if (!realpath(path, real) || stat(real, &st) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		return os_error_errno(err, "read_%s path %s", rw ? "write" : "only", path);
+	}
+	if (add_entry(v, path, real, rw, &st, err) < 0)
+		return -1;
+	if (strcmp(path, real) != 0 && !fresh_mount_covers(real))
+		return add_entry(v, real, real, rw, &st, err);
+	return 0;
+}
 
 static int by_length(const void *a, const void *b)
 {
@@ -31,102 +102,154 @@ static int by_length(const void *a, const void *b)
 	return (int)x->rw - (int)y->rw; /* same path in both lists: read_write wins */
 }
 
-static unsigned long statvfs_to_ms(unsigned long f)
+static int collect(const struct launch_spec *s, struct view *v, os_error *err)
 {
-	unsigned long ms = 0;
-	if (f & ST_RDONLY)
-		ms |= MS_RDONLY;
-	if (f & ST_NOSUID)
-		ms |= MS_NOSUID;
-	if (f & ST_NODEV)
-		ms |= MS_NODEV;
-	if (f & ST_NOEXEC)
-		ms |= MS_NOEXEC;
-	if (f & ST_NOATIME)
-		ms |= MS_NOATIME;
-	if (f & ST_NODIRATIME)
-		ms |= MS_NODIRATIME;
-	if (f & ST_RELATIME)
-		ms |= MS_RELATIME;
-	return ms;
-}
-
-/* 1 = recorded, 0 = the path does not exist (skipped). Flags are read
- * before anything is remounted, so a later read-only parent cannot leak
- * into a read_write child's "earlier" flags. */
-static int record(struct view_entry *e, const char *path, bool rw, os_error *err)
-{
-	struct stat st;
-	struct statvfs vfs;
-	if (stat(path, &st) < 0 || statvfs(path, &vfs) < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return 0;
-		return os_error_errno(err, "read_%s path %s", rw ? "write" : "only", path);
-	}
-	*e = (struct view_entry){ .path = path,
-				  .rw = rw,
-				  .device = S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode),
-				  .keep = statvfs_to_ms(vfs.f_flag) };
-	return 1;
-}
-
-static int collect(const struct launch_spec *s, struct view_entry *v, size_t *n, os_error *err)
-{
-	*n = 0;
-	for (size_t i = 0; i < s->n_ro + s->n_rw; i++) {
-		bool rw = i >= s->n_ro;
-		const char *p = rw ? s->rw_paths[i - s->n_ro] : s->ro_paths[i];
-		int rc = record(&v[*n], p, rw, err);
-		if (rc < 0)
+	v->e = calloc(VIEW_MAX_ENTRIES, sizeof(*v->e));
+	if (!v->e)
+		return os_error_set(err, ENOMEM, "filesystem view");
+	for (size_t i = 0; i < s->n_ro; i++)
+		if (add_policy_path(v, s->ro_paths[i], false, err) < 0)
 			return -1;
-		*n += (size_t)rc;
-	}
-	qsort(v, *n, sizeof(*v), by_length);
+	for (size_t i = 0; i < s->n_rw; i++)
+		if (add_policy_path(v, s->rw_paths[i], true, err) < 0)
+			return -1;
+	qsort(v->e, v->n, sizeof(*v->e), by_length);
 	return 0;
 }
 
-/* Is entry i inside a read_only entry that comes before it? */
-static bool under_read_only(const struct view_entry *v, size_t i)
+/* mkdir -p of the mount point's parents inside the staging tree, then the
+ * mount point itself (a directory, or an empty file for a file). Existing
+ * ones (inside a bound tree) are used as they are. */
+static int mount_point(const char *target, bool dir, os_error *err)
 {
-	for (size_t j = 0; j < i; j++)
-		if (!v[j].rw && path_is_inside(v[i].path, v[j].path))
-			return true;
-	return false;
-}
-
-static int bind_with(const struct view_entry *e, unsigned long flags, os_error *err)
-{
-	/* "/" cannot be covered by a bind mount (lookups start below it); its
-	 * mount is this namespace's own copy, so remount it in place. */
-	if (strcmp(e->path, "/") != 0 && mount(e->path, e->path, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return os_error_errno(err, "bind-mounting %s", e->path);
-	if (mount(NULL, e->path, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0)
-		return os_error_errno(err, "remounting %s %s", e->path,
-				      flags & MS_RDONLY ? "read-only" : "with its own flags");
-	return 0;
-}
-
-int mountview_apply(const struct launch_spec *s, os_error *err)
-{
-	struct view_entry v[MOUNTVIEW_MAX_PATHS];
-	size_t n;
-	if (s->n_ro + s->n_rw > MOUNTVIEW_MAX_PATHS)
-		return os_error_set(err, E2BIG, "more than %d filesystem paths",
-				    MOUNTVIEW_MAX_PATHS);
-	if (collect(s, v, &n, err) < 0)
+	char parent[PATH_MAX];
+	if (str_copy(parent, sizeof parent, target, err) < 0)
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (!v[i].rw) {
-			unsigned long f = v[i].keep | MS_RDONLY | MS_NOSUID;
-			if (!v[i].device)
-				f |= MS_NODEV;
-			if (bind_with(&v[i], f, err) < 0)
-				return -1;
-		} else if (under_read_only(v, i) && bind_with(&v[i], v[i].keep, err) < 0) {
-			return -1;
-		}
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		if (dir_create_parents(parent, 0755) < 0)
+			return os_error_errno(err, "creating %s in the filesystem view", parent);
 	}
+	if (dir) {
+		if (mkdir(target, 0755) < 0 && errno != EEXIST)
+			return os_error_errno(err, "creating mount point %s", target);
+		return 0;
+	}
+	int fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 && errno != EEXIST && errno != EROFS)
+		return os_error_errno(err, "creating mount point %s", target);
+	if (fd >= 0)
+		close(fd);
 	return 0;
+}
+
+static int set_attrs(const char *target, uint64_t attrs, bool recursive, os_error *err)
+{
+	struct mount_attr a = { .attr_set = attrs };
+	if (syscall(SYS_mount_setattr, AT_FDCWD, target, recursive ? AT_RECURSIVE : 0, &a,
+		    sizeof a) < 0)
+		return os_error_errno(err, "making %s read-only", target);
+	return 0;
+}
+
+/* Read-only entries: ro and nosuid on the whole bound subtree, nodev too
+ * unless the policy names a device (/dev/urandom) itself. Attributes are
+ * only ever added, so a mount that was noexec or ro stays so. */
+static uint64_t read_only_attrs(bool device)
+{
+	return MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | (device ? 0 : MOUNT_ATTR_NODEV);
+}
+
+static int bind_entry(const struct view_entry *e, os_error *err)
+{
+	char target[PATH_MAX];
+	if (str_format(target, sizeof target, err, "%s%s", VIEW_STAGING, e->path) < 0 ||
+	    mount_point(target, e->dir, err) < 0)
+		return -1;
+	if (mount(e->source, target, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return os_error_errno(err, "binding %s into the filesystem view", e->path);
+	/* A read_write entry keeps the flags of the mount it comes from. */
+	return e->rw ? 0 : set_attrs(target, read_only_attrs(e->device), true, err);
+}
+
+static int stage_root(const struct view *v, os_error *err)
+{
+	if (v->whole_root) {
+		if (mount("/", VIEW_STAGING, NULL, MS_BIND | MS_REC, NULL) < 0)
+			return os_error_errno(err, "binding / into the filesystem view");
+		return set_attrs(VIEW_STAGING, read_only_attrs(false), true, err);
+	}
+	if (mount("tmpfs", VIEW_STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+		return os_error_errno(err, "mounting the filesystem view's root");
+	return 0;
+}
+
+/* The namespace's own /proc (its PID namespace) and a fresh /tmp. */
+static int fresh_mounts(os_error *err)
+{
+	if (mount_point(VIEW_STAGING "/proc", true, err) < 0)
+		return -1;
+	if (mount("proc", VIEW_STAGING "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return os_error_errno(err, "mounting /proc in the view");
+	if (mount_point(VIEW_STAGING "/tmp", true, err) < 0)
+		return -1;
+	if (mount("tmpfs", VIEW_STAGING "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+		return os_error_errno(err, "mounting /tmp in the view");
+	return 0;
+}
+
+/* The working directory exists even when the policy does not name it (an
+ * empty, root-owned directory), as it did before there was a view. */
+static int cwd_point(const char *cwd, os_error *err)
+{
+	char target[PATH_MAX];
+	struct stat st;
+	if (!cwd || !strcmp(cwd, "/"))
+		return 0;
+	if (str_format(target, sizeof target, err, "%s%s", VIEW_STAGING, cwd) < 0)
+		return -1;
+	if (stat(target, &st) == 0)
+		return 0;
+	return mount_point(target, true, err);
+}
+
+/* The staging tree becomes "/"; the old root is detached, so nothing the
+ * policy does not name stays reachable. */
+static int enter_view(bool root_is_tmpfs, os_error *err)
+{
+	if (chdir(VIEW_STAGING) < 0)
+		return os_error_errno(err, "entering the filesystem view");
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return os_error_errno(err, "pivot_root into the filesystem view");
+	if (umount2(".", MNT_DETACH) < 0)
+		return os_error_errno(err, "detaching the old root");
+	if (chdir("/") < 0)
+		return os_error_errno(err, "chdir / in the filesystem view");
+	/* Mount points exist now; the view's own root takes no new files. */
+	if (root_is_tmpfs &&
+	    set_attrs("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false, err) <
+		    0)
+		return -1;
+	return 0;
+}
+
+static int build_staging(const struct launch_spec *s, struct view *v, os_error *err)
+{
+	if (collect(s, v, err) < 0 || stage_root(v, err) < 0)
+		return -1;
+	for (size_t i = 0; i < v->n; i++)
+		if (bind_entry(&v->e[i], err) < 0)
+			return -1;
+	return fresh_mounts(err) < 0 || cwd_point(s->cwd, err) < 0 ? -1 : 0;
+}
+
+int mountview_build(const struct launch_spec *s, os_error *err)
+{
+	struct view v = { 0 };
+	int rc = build_staging(s, &v, err);
+	free(v.e);
+	return rc < 0 ? -1 : enter_view(!v.whole_root, err);
 }
 
 int mountview_check_without_namespace(const struct launch_spec *s, os_error *err)

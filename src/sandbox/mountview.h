@@ -1,23 +1,29 @@
-/* mountview.h - the policy's read_only / read_write split realised as
- * mounts in the launcher's private mount namespace, under Landlock.
- * Landlock alone only adds rights, so it cannot make a read_only path
- * inside a read_write one read-only, and it leaves chmod, utime, setxattr
- * and chown to the owner of a "read-only" file; a read-only bind mount
- * makes the kernel refuse all of them (EROFS). Never loosens a mount: the
- * flags a path had before (nosuid, nodev, noexec, ro) are kept. */
+/* mountview.h - the agent's filesystem view: a mount-namespace tree that
+ * holds only what the policy names (bubblewrap-style), realised under
+ * Landlock. Without it an unlisted path is still there (Landlock refuses
+ * opening it, but connect() on a unix socket file is not a Landlock right,
+ * so a socket anywhere, another sandbox's included, was reachable);
+ * Landlock only adds rights, so a read_only path inside a read_write one
+ * stayed writable; and the owner of a "read-only" file could chmod, utime,
+ * setxattr, chown or truncate it. In the view, unlisted paths are absent,
+ * read_only entries are read-only mounts, and the kernel refuses all of
+ * that (ENOENT, EROFS). Never loosens a mount: attributes are only added. */
 #ifndef OS_SANDBOX_MOUNTVIEW_H
 #define OS_SANDBOX_MOUNTVIEW_H
 
 #include "error.h"
 #include "spec.h"
 
-/* Run in the new mount namespace after its private /proc, /tmp and the
- * workspace exist: each read_only path becomes a read-only (nosuid, and
- * nodev unless it is a device node itself) bind mount, and each read_write
- * path inside one is bound again with its own earlier flags; parents
- * before children, so the most specific entry wins. Missing paths are
- * skipped (Landlock reports them). */
-int mountview_apply(const struct launch_spec *s, os_error *err);
+/* Run in the new mount namespace once its /proc and the workspace exist:
+ * a tmpfs root (or, when "/" itself is read_only, a read-only copy of "/")
+ * with each policy path bound at its place, parents before children so the
+ * most specific entry wins: read_only entries ro,nosuid (and nodev unless
+ * the entry is a device node itself), read_write ones with the flags of
+ * the mount they come from; a symlinked entry (/lib -> usr/lib) appears
+ * under both names. The view's /proc and /tmp are its own, and the working
+ * directory exists (empty) even when unlisted. Then pivot_root into it and
+ * detach the old root. Missing paths are skipped (Landlock reports them). */
+int mountview_build(const struct launch_spec *s, os_error *err);
 
 /* Without a mount namespace nothing can make a read_only path inside a
  * read_write one read-only: refuse such a spec (EINVAL, naming both)

@@ -90,8 +90,8 @@ int ns_setup_mounts(const struct launch_spec *s, os_error *err)
 	}
 	if (s->workspace && bind_workspace(s->workspace, err) < 0)
 		return -1;
-	/* Last: the read-only view covers /proc, /tmp and the workspace too. */
-	if (mountview_apply(s, err) < 0)
+	/* Last: the view is built from what exists now (the workspace too). */
+	if (mountview_build(s, err) < 0)
 		return -1;
 	if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
 		return os_error_errno(err, "setting hostname");

@@ -48,11 +48,16 @@ def test_write_inside_read_write_succeeds(dirs, new_namespaces):
     assert os.path.exists(target)
 
 
-@pytest.mark.parametrize("new_namespaces", [True, False])
-def test_write_outside_read_write_fails_with_eacces(dirs, new_namespaces):
-    # The directory is mode 0777: only Landlock stands in the way.
+# With a mount namespace an unlisted path is absent from the agent's view
+# (ENOENT); without one, Landlock alone refuses it (EACCES).
+ABSENT_OR_DENIED = [(True, errno.ENOENT), (False, errno.EACCES)]
+
+
+@pytest.mark.parametrize("new_namespaces,refusal", ABSENT_OR_DENIED)
+def test_write_outside_read_write_is_refused(dirs, new_namespaces, refusal):
+    # The directory is mode 0777: only the sandbox stands in the way.
     target = os.path.join(dirs["outside"], "new")
-    assert probe(dirs, "open-write", target, new_namespaces)["open_write"] == errno.EACCES
+    assert probe(dirs, "open-write", target, new_namespaces)["open_write"] == refusal
     assert not os.path.exists(target)
 
 
@@ -66,30 +71,37 @@ def test_write_into_read_only_path_is_refused(dirs, new_namespaces, refusal):
     assert probe(dirs, "open-read", target, new_namespaces)["open_read"] == 0
 
 
-def test_read_outside_policy_fails_and_inside_succeeds(dirs):
-    assert probe(dirs, "open-read", os.path.join(dirs["outside"], "f"))["open_read"] == errno.EACCES
-    assert probe(dirs, "open-read", os.path.join(dirs["rw"], "f"))["open_read"] == 0
+@pytest.mark.parametrize("new_namespaces,refusal", ABSENT_OR_DENIED)
+def test_read_outside_policy_fails_and_inside_succeeds(dirs, new_namespaces, refusal):
+    outside = os.path.join(dirs["outside"], "f")
+    assert probe(dirs, "open-read", outside, new_namespaces)["open_read"] == refusal
+    assert probe(dirs, "open-read", os.path.join(dirs["rw"], "f"), new_namespaces)["open_read"] == 0
 
 
-def test_path_owned_by_agent_outside_policy_is_denied(dirs):
+@pytest.mark.parametrize("new_namespaces,refusal", ABSENT_OR_DENIED)
+def test_path_owned_by_agent_outside_policy_is_denied(dirs, new_namespaces, refusal):
     f = os.path.join(dirs["owned"], "f")
-    assert probe(dirs, "open-read", f)["open_read"] == errno.EACCES
-    assert probe(dirs, "open-write", f)["open_write"] == errno.EACCES
+    assert probe(dirs, "open-read", f, new_namespaces)["open_read"] == refusal
+    assert probe(dirs, "open-write", f, new_namespaces)["open_write"] == refusal
     # Positive control: once the owned dir is in read_write, both work.
     s = su.spec([su.PROBE, "open-write", f], read_write=[dirs["owned"]])
     r = su.run(s)
     assert r.rc == 0 and su.probe_lines(r.stdout)["open_write"] == 0, r
 
 
-def test_single_file_rule_gets_file_rights_only(dirs):
+# A new sibling of a listed file: in the view its directory is part of the
+# view's read-only skeleton (EROFS); under Landlock alone, EACCES.
+@pytest.mark.parametrize("new_namespaces,refusal", [(True, errno.EROFS), (False, errno.EACCES)])
+def test_single_file_rule_gets_file_rights_only(dirs, new_namespaces, refusal):
     # A file (not a directory) in read_write: writable, and its siblings are not.
     f = os.path.join(dirs["outside"], "f")
-    s = su.spec([su.PROBE, "open-write", f], read_write=[f])
+    s = su.spec([su.PROBE, "open-write", f], read_write=[f], new_namespaces=new_namespaces)
     r = su.run(s)
     assert r.rc == 0 and su.probe_lines(r.stdout)["open_write"] == 0, r
-    s = su.spec([su.PROBE, "open-write", os.path.join(dirs["outside"], "g")], read_write=[f])
+    s = su.spec([su.PROBE, "open-write", os.path.join(dirs["outside"], "g")], read_write=[f],
+                new_namespaces=new_namespaces)
     r = su.run(s)
-    assert r.rc == 0 and su.probe_lines(r.stdout)["open_write"] == errno.EACCES, r
+    assert r.rc == 0 and su.probe_lines(r.stdout)["open_write"] == refusal, r
 
 
 def test_landlock_ok_line_names_the_kernel_abi(dirs):

@@ -93,3 +93,64 @@ def test_nesting_without_a_mount_namespace_is_refused_by_name(tree):
     s["new_namespaces"] = True
     r = su.run(s)
     assert r.rc == 0 and r.execed, r
+
+
+@pytest.fixture
+def listening_socket(tree):
+    """A unix socket in an unlisted directory (another sandbox's workspace,
+    say), connectable by anyone (0777), and one in a listed directory."""
+    import socket
+    socks = {}
+    for name in ("elsewhere", "rw"):
+        d = os.path.join(tree["base"], name)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "s.sock")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        os.chmod(path, 0o777)
+        s.listen(4)
+        socks[name] = (s, path)
+    yield {k: v[1] for k, v in socks.items()}
+    for s, _ in socks.values():
+        s.close()
+
+
+def test_unix_socket_outside_the_policy_cannot_be_connected(tree, listening_socket):
+    r = run_probe(tree, "connect-unix", listening_socket["elsewhere"])
+    assert r["connect_unix"] == errno.ENOENT
+    # Control: without a mount namespace (Landlock alone) it connects, which
+    # is why the view exists; and a socket in a listed directory connects.
+    s = su.spec([su.PROBE, "connect-unix", listening_socket["elsewhere"]],
+                read_write=[tree["rw"]], new_namespaces=False)
+    r = su.run(s)
+    assert r.rc == 0 and su.probe_lines(r.stdout)["connect_unix"] == 0, r
+    assert run_probe(tree, "connect-unix", listening_socket["rw"])["connect_unix"] == 0
+
+
+def test_unlisted_paths_are_absent_and_the_view_root_is_read_only(tree):
+    r = run_probe(tree, "open-read", "/var/lib/dpkg/status")
+    assert r["open_read"] == errno.ENOENT
+    assert os.path.exists("/var/lib/dpkg/status")  # control: it is there outside
+    assert run_probe(tree, "open-write", "/new-file")["open_write"] == errno.EROFS
+
+
+def test_a_symlinked_entry_is_reachable_under_both_names(tree):
+    link = os.path.join(tree["base"], "link")
+    os.symlink(tree["owned-ro"], link)
+    s = su.spec([su.PROBE, "open-read", os.path.join(link, "f")], read_only=[link])
+    r = su.run(s)
+    assert r.rc == 0 and su.probe_lines(r.stdout)["open_read"] == 0, r
+    s = su.spec([su.PROBE, "open-read", os.path.join(tree["owned-ro"], "f")], read_only=[link])
+    r = su.run(s)
+    assert r.rc == 0 and su.probe_lines(r.stdout)["open_read"] == 0, r
+
+
+def test_an_unlisted_working_directory_exists_empty(tree):
+    cwd = os.path.join(tree["base"], "elsewhere-cwd")
+    os.mkdir(cwd)
+    with open(os.path.join(cwd, "secret"), "w") as f:
+        f.write("x")
+    s = su.spec([su.PROBE, "open-read", "secret"], cwd=cwd)
+    r = su.run(s)
+    assert r.rc == 0 and r.execed, r
+    assert su.probe_lines(r.stdout)["open_read"] == errno.ENOENT

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/xattr.h>
 #include <signal.h>
 #include <unistd.h>
@@ -158,6 +159,20 @@ static long pid_arg(const char *s)
 	return (long)v;
 }
 
+/* connect() to a path-named unix socket: Landlock has no right for it, so
+ * only the filesystem view (an absent path) can refuse it. */
+static void probe_connect_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof sa.sun_path) {
+		printf("connect_unix %d\n", ENAMETOOLONG);
+		return;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	report("connect_unix", fd < 0 ? fd : connect(fd, (struct sockaddr *)&sa, sizeof sa));
+}
+
 /* Metadata changes a file's owner may make on a writable mount, each
  * refused (EROFS) on a read-only one whatever Landlock says. */
 static void probe_meta(const char *path)
@@ -191,6 +206,8 @@ static int run(const char *cmd, const char *arg)
 		report("open_read", open(arg, O_RDONLY | O_CLOEXEC));
 	else if (strcmp(cmd, "open-write") == 0 && arg)
 		report("open_write", open(arg, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+	else if (strcmp(cmd, "connect-unix") == 0 && arg)
+		probe_connect_unix(arg);
 	else if (strcmp(cmd, "meta") == 0 && arg)
 		probe_meta(arg);
 	else if (strcmp(cmd, "kill") == 0)
