@@ -1,6 +1,6 @@
-/* sandbox_limits.c - the operator's limits (see sandbox_limits.h). A cgroup that cannot be
- * made is a warning, not a failure, and the limits never silently vanish:
- * they become rlimits. */
+/* sandbox_limits.c - the operator's limits (see sandbox_limits.h). A
+ * cgroup that cannot be made is a warning, not a failure, and the limits
+ * never silently vanish: they become rlimits. */
 #include "sandbox_limits.h"
 
 #include "log.h"
