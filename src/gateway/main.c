@@ -25,13 +25,20 @@
 
 extern char **environ;
 
+static const char usage_text[] =
+	"usage: openshell-gateway [--config FILE] [--listen ADDR:PORT|none]\n"
+	"         [--unix-socket PATH] [--state-dir DIR] [--log-level LEVEL]\n"
+	"         [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
+	"         [--set SECTION.KEY=VALUE]...\n"
+	"Every key is also read from OPENSHELL_<SECTION>_<KEY> (see docs).\n";
+
+/* On a log that is JSON lines (gateway.log), the usage is one record too. */
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: openshell-gateway [--config FILE] [--listen ADDR:PORT|none]\n"
-		   "         [--unix-socket PATH] [--state-dir DIR] [--log-level LEVEL]\n"
-		   "         [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
-		   "         [--set SECTION.KEY=VALUE]...\n"
-		   "Every key is also read from OPENSHELL_<SECTION>_<KEY> (see docs).\n");
+	if (f == stderr && log_is_json())
+		log_info("%s", usage_text);
+	else
+		fputs(usage_text, f);
 }
 
 static int parse_args(int argc, char **argv, struct config *cfg, os_error *err)
@@ -194,9 +201,11 @@ int main(int argc, char **argv)
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
 		return usage(stdout), 0;
 	signal(SIGPIPE, SIG_IGN);
+	/* Until the configured level is known: flag and config errors are records too. */
+	log_init("openshell-gateway", LOG_LVL_INFO, LOG_FMT_AUTO, STDERR_FILENO);
 	struct config *cfg = config_new(config_sections_all, config_sections_all_len, &err);
 	if (!cfg || parse_args(argc, argv, cfg, &err) < 0) {
-		fprintf(stderr, "openshell-gateway: %s\n", err.msg);
+		log_error("%s", err.msg);
 		usage(stderr);
 		config_free(cfg);
 		return 2;

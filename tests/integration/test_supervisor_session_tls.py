@@ -127,6 +127,19 @@ def supervisor_log(g, sid):
         return ""
 
 
+def json_lines(text, component):
+    """Every line of a log is one whole JSON record (docs/supervisor.md
+    "Logging"): never a plain line, never two records run together."""
+    records = []
+    for n, line in enumerate(text.splitlines(keepends=True), 1):
+        assert line.endswith("}\n"), f"line {n} is not a whole record: {line!r}"
+        rec = json.loads(line)
+        assert rec["component"] == component and rec["level"] in (
+            "debug", "info", "warn", "error") and rec["ts"] and "msg" in rec, line
+        records.append(rec)
+    return records
+
+
 def revision_status(g, name, rev):
     st, body = g.request("GET", f"/v1/sandboxes/{name}/policies")
     assert st == 200, body
@@ -167,6 +180,13 @@ def session_policy_and_exec(g, name, tmp_path):
     r = exec_(g, name, "sha256sum | cut -d' ' -f1; yes | head -c 3000000", stdin=blob)
     assert r.returncode == 0, r.stderr
     assert r.stdout == hashlib.sha256(blob).hexdigest().encode() + b"\n" + b"y\n" * 1500000
+    # The agent (sleep) writes nothing: the log is the supervisor's records
+    # alone, the running announcement and the pushed policy among them
+    # (positive controls for the format check).
+    msgs = [r["msg"] for r in json_lines(supervisor_log(g, sid), "openshell-supervisor")]
+    assert any(m.startswith(f"sandbox {sid} running (backend inpod") for m in msgs), msgs
+    assert any("policy revision 2 loaded" in m for m in msgs), msgs
+    assert json_lines(g.log_text(), "openshell-gateway")
     return sid
 
 
@@ -204,6 +224,7 @@ def refused(g, name, url, ca, tmp_path, words, once=True):
         except AssertionError:
             raise AssertionError(f"{words} not in the supervisor log:\n{supervisor_log(g, sid)}")
         log = supervisor_log(g, sid)
+        assert [r for r in json_lines(log, "openshell-supervisor") if r["level"] == "warn"]
         assert f"sandbox {sid}: supervisor session opened" not in g.log_text()
         assert g.sandbox(name)["phase"] != "Ready"
         assert "connected to the gateway" not in log

@@ -127,22 +127,40 @@ static char *read_range(const char *path, uint64_t off, size_t cap, size_t *len)
 	return b;
 }
 
+/* One record of the supervisor's log (log.h: a JSON object per line; other
+ * lines are the agent's own output): its message when the supervisor wrote it. */
+static const char *supervisor_record(json_t *rec, const char **level)
+{
+	const char *comp = json_string_value(json_object_get(rec, "component"));
+	*level = str_or(json_string_value(json_object_get(rec, "level")), "");
+	if (!comp || strcmp(comp, "openshell-supervisor") != 0)
+		return NULL;
+	return json_string_value(json_object_get(rec, "msg"));
+}
+
 bool local_log_running(const char *log_path, const char *id, uint64_t mark, char **last)
 {
 	size_t len = 0;
 	_cleanup_free_ char *b = read_range(log_path, mark, LOG_SCAN_MAX, &len);
 	char needle[128];
+	bool running = false;
 	*last = NULL;
-	if (!b || str_format(needle, sizeof(needle), NULL,
-			     "openshell-supervisor: sandbox %s running", id) < 0)
+	if (!b || str_format(needle, sizeof(needle), NULL, "sandbox %s running ", id) < 0)
 		return false;
-	const char *tag = "openshell-supervisor: ";
-	for (char *p = b; (p = strstr(p, tag)) != NULL; p++) {
-		char *nl = strchr(p, '\n');
-		free(*last);
-		*last = str_ndup(p + strlen(tag), nl ? (size_t)(nl - p) - strlen(tag) : strlen(p));
+	for (char *line = b; line && *line;) {
+		char *nl = memchr(line, '\n', len - (size_t)(line - b));
+		size_t n = nl ? (size_t)(nl - line) : len - (size_t)(line - b);
+		_cleanup_json_ json_t *rec = line[0] == '{' ? json_loadb(line, n, 0, NULL) : NULL;
+		const char *level, *msg = rec ? supervisor_record(rec, &level) : NULL;
+		if (msg && strncmp(msg, needle, strlen(needle)) == 0)
+			running = true;
+		if (msg && strcmp(level, "error") == 0) {
+			free(*last);
+			*last = str_ndup(msg, strlen(msg));
+		}
+		line = nl ? nl + 1 : NULL;
 	}
-	return memmem(b, len, needle, strlen(needle)) != NULL;
+	return running;
 }
 
 int64_t local_audit_policy(const char *audit_path, json_t **last)

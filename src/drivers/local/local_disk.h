@@ -34,7 +34,8 @@ bool local_file_exists(const char *state_dir, const char *id, const char *name);
 void local_file_remove(const char *state_dir, const char *id, const char *name);
 
 /* True when the log holds, at or after offset mark, the supervisor's
- * "sandbox ID running" line. *last gets the last supervisor line (malloc'd, may be NULL). */
+ * "sandbox ID running" record. *last gets the message of its last error
+ * record (malloc'd, may be NULL). */
 bool local_log_running(const char *log_path, const char *id, uint64_t mark, char **last);
 /* Counts {"event":"policy"} records of the audit log; *last (new ref or
  * NULL) is the latest of them. */

@@ -136,6 +136,16 @@ int backend_start_agent(backend_ready *ready, const json_t *launch_spec, backend
 	return 0;
 }
 
+int backend_make_cgroups(const backend_ready *ready, const struct cgroup_limits *lim,
+			 struct sandbox_cgroups *out, os_error *err)
+{
+	if (expect(ready->inst, ST_READY, "cgroups", err) < 0)
+		return -1;
+	if (!ready->inst->ops->make_cgroups)
+		return 0;
+	return ready->inst->ops->make_cgroups(ready->inst->state, lim, out, err);
+}
+
 int backend_agent_fd(const backend_running *running)
 {
 	if (!running->inst || running->inst->st != ST_RUNNING)

@@ -17,6 +17,9 @@
 
 #define BACKEND_SANDBOX_ID_MAX 63
 
+struct cgroup_limits;
+struct sandbox_cgroups;
+
 /* What the operator configured (supervisor flags/config); never the workload. */
 struct backend_descriptor {
 	const char *backend; /* registry name, e.g. "inpod" */
@@ -70,11 +73,18 @@ struct backend_ops {
 	/* Releases everything, kills the agent if still running; frees state. */
 	void (*teardown)(void *state);
 	/* True when the agent runs outside this supervisor's process tree (split):
-	 * agent_fd is then no pidfd and caller identity cannot be bound. */
+	 * agent_fd is then no pidfd, and sandbox exec cannot join the agent. */
 	bool agent_remote;
-	/* Optional, with agent_remote: the local process that is the root of
-	 * caller identity (found from the kernel, not the workload), 0 = none. */
+	/* The local process that is the root of caller identity (the launcher
+	 * this supervisor forked, or one found from the kernel, never named by
+	 * the workload), 0 = none. Optional. */
 	pid_t (*agent_pid)(void *state);
+	/* Optional, once ready: the sandbox's cgroups holding the operator's
+	 * limits, for a backend whose agent this host's kernel accounts to this
+	 * supervisor (inpod). Without it, or when it fails, the limits become
+	 * the agent's rlimits. */
+	int (*make_cgroups)(void *state, const struct cgroup_limits *lim,
+			    struct sandbox_cgroups *out, os_error *err);
 };
 
 /* Registry lookup by name; NULL when unknown. */
@@ -96,10 +106,14 @@ int backend_confirm(backend_bound *bound, backend_ready *ready, os_error *err);
 /* On success *ready is consumed and *running is set: only now does workload code run. */
 int backend_start_agent(backend_ready *ready, const json_t *launch_spec, backend_running *running,
 			os_error *err);
+/* The sandbox's cgroups for lim (see make_cgroups): 0 with out->n == 0 when
+ * the backend makes none. A failure leaves the instance ready. */
+int backend_make_cgroups(const backend_ready *ready, const struct cgroup_limits *lim,
+			 struct sandbox_cgroups *out, os_error *err);
 int backend_agent_fd(const backend_running *running);
 /* False when the backend's agent is not a local process (see agent_remote). */
 bool backend_agent_local(const backend_running *running);
-/* With a remote agent: the identity root (see agent_pid); 0 when none. */
+/* The identity root (see agent_pid); 0 when none. */
 pid_t backend_agent_entry_pid(const backend_running *running);
 int backend_reap_agent(backend_running *running, int *wait_status, os_error *err);
 

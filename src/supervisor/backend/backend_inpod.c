@@ -22,9 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "cleanup.h"
 #include "fdutil.h"
 #include "json.h"
+#include "log.h"
 #include "netlink.h"
 #include "netns.h"
 #include "nflog.h"
@@ -209,6 +211,22 @@ static int inpod_dispatch(void *state, os_error *err)
 	return nflog_drain(p->nflog, on_bypass, p, &p->lost_records, err);
 }
 
+/* The launcher forked here: its pid stays ours until it is reaped. */
+static pid_t inpod_agent_pid(void *state)
+{
+	const struct inpod *p = state;
+	return p->agent_pid > 0 ? p->agent_pid : 0;
+}
+
+/* The agent is a child of this supervisor on this host: one cgroup per
+ * controller holds the whole sandbox. */
+static int inpod_make_cgroups(void *state, const struct cgroup_limits *lim,
+			      struct sandbox_cgroups *out, os_error *err)
+{
+	const struct inpod *p = state;
+	return cgroup_create(p->id, lim, out, err);
+}
+
 static void inpod_teardown(void *state)
 {
 	struct inpod *p = state;
@@ -227,7 +245,7 @@ static void inpod_teardown(void *state)
 		os_error err = { 0 };
 		/* Deleting our end takes the peer (inside the namespace) with it. */
 		if (nl_link_delete(p->nl_host, p->host_if, &deleted, &err) < 0)
-			fprintf(stderr, "inpod teardown: %s\n", err.msg);
+			log_warn("inpod teardown: %s", err.msg);
 	}
 	nl_close(p->nl_host);
 	if (p->netns_fd >= 0)
@@ -246,4 +264,6 @@ const struct backend_ops backend_inpod_ops = {
 	.event_fd = inpod_event_fd,
 	.dispatch = inpod_dispatch,
 	.teardown = inpod_teardown,
+	.agent_pid = inpod_agent_pid,
+	.make_cgroups = inpod_make_cgroups,
 };

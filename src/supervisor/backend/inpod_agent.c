@@ -22,6 +22,7 @@
 #include "inpod.h"
 #include "json.h"
 #include "launcher_env.h"
+#include "log.h"
 
 /* Fixed fd numbers in the launcher: spec, status, network namespace. */
 enum { CHILD_SPEC_FD = 3, CHILD_STATUS_FD = 4, CHILD_NETNS_FD = 5 };
@@ -30,8 +31,7 @@ enum { CHILD_SPEC_FD = 3, CHILD_STATUS_FD = 4, CHILD_NETNS_FD = 5 };
 
 __attribute__((noreturn)) static void die_child(const char *what)
 {
-	fprintf(stderr, "openshell-supervisor: starting the launcher: %s: %s\n", what,
-		strerror(errno));
+	log_error("starting the launcher: %s: %s", what, strerror(errno));
 	_exit(125);
 }
 

@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "json.h"
+#include "log.h"
 #include "parse.h"
 
 #define STATUS_MS 30000
@@ -129,7 +130,7 @@ static void agent_over(struct split *s)
 {
 	uint64_t one = 1;
 	if (write(s->exit_efd, &one, sizeof(one)) < 0)
-		fprintf(stderr, "split: signalling the agent's end: %s\n", strerror(errno));
+		log_warn("split: signalling the agent's end: %s", strerror(errno));
 }
 
 static void lose(struct split *s, const char *why)

@@ -22,6 +22,7 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "json.h"
+#include "log.h"
 #include "netlink.h"
 #include "netns.h"
 #include "nft.h"
@@ -58,7 +59,7 @@ void split_net_unname(struct split *s)
 	if (!s->netns_path[0])
 		return;
 	if (umount2(s->netns_path, MNT_DETACH) < 0)
-		fprintf(stderr, "split: unmounting %s: %s\n", s->netns_path, strerror(errno));
+		log_warn("split: unmounting %s: %s", s->netns_path, strerror(errno));
 	else
 		unlink(s->netns_path);
 	s->netns_path[0] = '\0';
@@ -175,7 +176,7 @@ void split_net_teardown(struct split *s)
 		os_error err = { 0 };
 		/* Deleting our end takes the agent's with it: no link outlives us. */
 		if (nl_link_delete(s->nl_host, s->host_if, &deleted, &err) < 0)
-			fprintf(stderr, "split teardown: %s\n", err.msg);
+			log_warn("split teardown: %s", err.msg);
 		s->veth_created = false;
 	}
 	nl_close(s->nl_host);

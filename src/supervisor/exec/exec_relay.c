@@ -157,7 +157,7 @@ static int handshake(struct exec_sock *sock, SSL_CTX *tls, const char *name,
 		}
 	}
 fail:
-	fprintf(stderr, "openshell-supervisor: exec: %s\n", err.msg);
+	log_error("exec: %s", err.msg);
 	return -1;
 }
 
@@ -194,8 +194,7 @@ static int dial_back(const struct gw_endpoint *ep, SSL_CTX *tls, const struct bu
 		if (!end)
 			continue;
 		if (rest->len < 12 || strncmp(rest->data, "HTTP/1.1 101", 12) != 0) {
-			fprintf(stderr, "openshell-supervisor: exec: the gateway refused: %.200s\n",
-				rest->data);
+			log_error("exec: the gateway refused: %.200s", rest->data);
 			goto fail;
 		}
 		buf_consume(rest, (size_t)(end + 4 - rest->data));

@@ -7,10 +7,12 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "log.h"
 
 static int open_own_netns(int *out, os_error *err)
 {
@@ -52,7 +54,8 @@ void netns_leave(int saved_fd)
 {
 	if (setns(saved_fd, CLONE_NEWNET) < 0) {
 		/* Not recoverable: every later socket would land in the sandbox. */
-		perror("netns: cannot return to the original network namespace");
+		log_error("netns: cannot return to the original network namespace: %s",
+			  strerror(errno));
 		abort();
 	}
 	close(saved_fd);
