@@ -53,4 +53,6 @@ def test_proxy_load_under_leak_checker(upstream, monkeypatch):
     assert "ERROR: LeakSanitizer" not in err, err[-4000:]
     assert "ERROR: AddressSanitizer" not in err, err[-4000:]
     assert "runtime error" not in err, err[-4000:]
+    # Every state change the load made is one proxy_state.c allows.
+    assert "unexpected state change" not in err, err[-4000:]
     assert p.proc.returncode == 0, err[-2000:]

@@ -1,6 +1,6 @@
 /* proxy.c - listener, connection lifecycle and the I/O pump of the egress
- * proxy (see proxy.h). Every event leads to conn_step(), which advances the
- * connection's state machine until it would block. */
+ * proxy (see proxy.h). Every event leads to conn_step(), which steps the
+ * connection's state machine (proxy_state.c) until a step has to wait. */
 #include "egress_proxy.h"
 
 #include <errno.h>
@@ -136,18 +136,18 @@ void conn_update_interest(struct conn *c)
 	bool uin_room = c->uin.len<cap, uout_busy = c->uout.len> 0;
 	bool c_in = false, c_out = cout_busy, u_in = false, u_out = uout_busy;
 	switch (c->state) {
-	case ST_HEAD:
+	case ST_READ_HEAD:
 		c_in = cin_room && !cout_busy;
 		break;
-	case ST_RESOLVING:
+	case ST_RESOLVE:
 		break;
-	case ST_CONNECTING:
+	case ST_CONNECT_UPSTREAM:
 		u_out = true;
 		break;
-	case ST_TLS_ACCEPT:
+	case ST_TLS_CLIENT:
 		c_in = !cout_busy;
 		break;
-	case ST_TLS_CONNECT:
+	case ST_TLS_UPSTREAM:
 		u_in = true;
 		break;
 	case ST_TUNNEL:
@@ -169,18 +169,21 @@ void conn_update_interest(struct conn *c)
 		loop_io_modify(c->uio, side_interest(&c->upstream, u_in, u_out), NULL);
 }
 
-/* Writes as much of b as the stream takes. -1 on a dead peer. */
-static int flush(struct stream *s, struct buf *b, size_t hold)
+/* Writes as much of b as the stream takes: the bytes written, or -1 on a
+ * dead peer. */
+static ssize_t flush(struct stream *s, struct buf *b, size_t hold)
 {
+	size_t sent = 0;
 	while (b->len > hold) {
 		ssize_t n = stream_write(s, b->data, b->len - hold);
 		if (n == STREAM_AGAIN)
-			return 0;
+			break;
 		if (n <= 0)
 			return -1;
 		buf_consume(b, (size_t)n);
+		sent += (size_t)n;
 	}
-	return 0;
+	return (ssize_t)sent;
 }
 
 /* Scrubs secrets from what is about to reach the agent (see conn.injected). */
@@ -197,70 +200,66 @@ static void scrub_client_output(struct conn *c)
 	c->hold = done ? 0 : (c->cout.len < l - 1 ? c->cout.len : l - 1);
 }
 
-struct progress {
-	int state;
-	size_t a, b, d, e, f, g;
-};
+#define STEPS_MAX 64 /* per event: stay fair to the other connections */
 
-static void snapshot(const struct conn *c, struct progress *s)
+static enum step_result step_state(struct conn *c)
 {
-	*s = (struct progress){ c->state,    c->cin.len,  c->cout.len, c->uin.len,
-				c->uout.len, c->piped[0], c->piped[1] };
+	switch (c->state) {
+	case ST_READ_HEAD:
+		return request_head_step(c);
+	case ST_RESOLVE:
+		return STEP_WAIT; /* on_resolved() moves on */
+	case ST_CONNECT_UPSTREAM:
+		return upstream_connect_step(c);
+	case ST_TLS_CLIENT:
+		return tls_accept_step(c);
+	case ST_TLS_UPSTREAM:
+		return tls_connect_step(c);
+	case ST_TUNNEL:
+		return tunnel_step(c);
+	case ST_FORWARD:
+		return forward_step(c);
+	case ST_CLOSING:
+		if (c->cout.len > 0)
+			return STEP_WAIT;
+		conn_close(c);
+		return STEP_CLOSED;
+	}
+	return STEP_WAIT;
 }
 
-static void step_once(struct conn *c)
+/* Flushes both sides, then steps the current state once. */
+static enum step_result step_once(struct conn *c)
 {
 	scrub_client_output(c);
-	if (flush(&c->client, &c->cout, c->hold) < 0 ||
-	    (c->upstream.fd >= 0 && c->state != ST_CONNECTING &&
-	     flush(&c->upstream, &c->uout, 0) < 0)) {
+	ssize_t out = flush(&c->client, &c->cout, c->hold), up = 0;
+	if (out >= 0 && c->upstream.fd >= 0 && c->state != ST_CONNECT_UPSTREAM)
+		up = flush(&c->upstream, &c->uout, 0);
+	if (out < 0 || up < 0) {
 		conn_close(c);
-		return;
+		return STEP_CLOSED;
 	}
-	switch (c->state) {
-	case ST_HEAD:
-		request_head_step(c);
-		break;
-	case ST_RESOLVING:
-		break;
-	case ST_CONNECTING:
-		upstream_connect_step(c);
-		break;
-	case ST_TLS_ACCEPT:
-		tls_accept_step(c);
-		break;
-	case ST_TLS_CONNECT:
-		tls_connect_step(c);
-		break;
-	case ST_TUNNEL:
-		tunnel_step(c);
-		break;
-	case ST_FORWARD:
-		forward_step(c);
-		break;
-	case ST_CLOSING:
-		if (c->cout.len == 0)
-			conn_close(c);
-		break;
-	}
+	enum step_result r = step_state(c);
+	/* conn_close() may run deep inside a step (a read that sees the peer
+	 * gone): the flag has the last word. */
+	if (c->dead)
+		return STEP_CLOSED;
+	return r == STEP_WAIT && (out > 0 || up > 0) ? STEP_PROGRESS : r;
 }
 
 void conn_step(struct conn *c)
 {
-	struct progress before, after;
+	if (c->dead)
+		return;
 	bool moved = false;
-	for (int i = 0; i < 64 && !c->dead; i++) {
-		snapshot(c, &before);
-		step_once(c);
-		if (c->dead)
+	for (int i = 0; i < STEPS_MAX; i++) {
+		enum step_result r = step_once(c);
+		if (r == STEP_CLOSED)
 			return;
-		snapshot(c, &after);
-		if (memcmp(&before, &after, sizeof before) == 0)
+		if (r == STEP_WAIT)
 			break;
 		moved = true;
 	}
-	if (c->dead)
-		return;
 	/* Bytes produced by the last step are scrubbed and flushed now. */
 	scrub_client_output(c);
 	if (flush(&c->client, &c->cout, c->hold) < 0) {
@@ -269,8 +268,9 @@ void conn_step(struct conn *c)
 	}
 	if (moved) {
 		const struct proxy_limits *lim = &c->proxy->cfg.limits;
-		unsigned ms = c->state == ST_HEAD && c->mode == MODE_NONE ? lim->head_timeout_ms
-									  : lim->idle_timeout_ms;
+		unsigned ms = c->state == ST_READ_HEAD && c->mode == MODE_NONE
+				      ? lim->head_timeout_ms
+				      : lim->idle_timeout_ms;
 		loop_timer_set(c->timer, ms, 0, NULL);
 	}
 	conn_update_interest(c);
@@ -279,12 +279,12 @@ void conn_step(struct conn *c)
 static void on_conn_io(struct loop *l, struct loop_io *w, int fd, unsigned events, void *data)
 {
 	struct conn *c = data;
-	if (fd == c->upstream.fd && c->state == ST_HEAD && (events & (LOOP_ERR | LOOP_HUP))) {
+	if (fd == c->upstream.fd && c->state == ST_READ_HEAD && (events & (LOOP_ERR | LOOP_HUP))) {
 		upstream_drop(c); /* an idle kept-alive upstream went away */
 		conn_step(c);
 		return;
 	}
-	if ((events & (LOOP_ERR)) && c->state != ST_CONNECTING) {
+	if ((events & (LOOP_ERR)) && c->state != ST_CONNECT_UPSTREAM) {
 		conn_close(c);
 		return;
 	}
@@ -294,7 +294,7 @@ static void on_conn_io(struct loop *l, struct loop_io *w, int fd, unsigned event
 static void on_conn_timer(struct loop *l, struct loop_timer *t, void *data)
 {
 	struct conn *c = data;
-	if (c->state == ST_HEAD && c->mode == MODE_NONE && c->cin.len > 0) {
+	if (c->state == ST_READ_HEAD && c->mode == MODE_NONE && c->cin.len > 0) {
 		reply_error(c, 408, "request_timeout", "request head not received in time",
 			    "head_timeout");
 		conn_step(c);

@@ -1,26 +1,40 @@
 /* proxy_internal.h - the connection state shared by the proxy's files.
  * One struct conn per accepted agent connection; all progress is made by
- * conn_step(), which runs after any event and advances as far as it can. */
+ * conn_step(), which runs after any event and steps the connection's state
+ * until a step reports that it has to wait. */
 #ifndef OS_PROXY_INTERNAL_H
 #define OS_PROXY_INTERNAL_H
 
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "buf.h"
 #include "http.h"
 #include "egress_proxy.h"
 #include "stream.h"
 
-enum conn_state {
-	ST_HEAD, /* reading a request head from the agent */
-	ST_RESOLVING, /* waiting for DNS */
-	ST_CONNECTING, /* upstream TCP connect in progress */
-	ST_TLS_ACCEPT, /* terminating the agent's TLS after CONNECT */
-	ST_TLS_CONNECT, /* TLS to the upstream */
+/* A connection's lifecycle; proxy_state.c names the states and holds the
+ * transitions allowed between them. Identifying the caller and judging the
+ * request never wait, so they happen inside ST_READ_HEAD, not as states. */
+enum proxy_conn_state {
+	ST_READ_HEAD, /* reading a request head from the agent, then judging it */
+	ST_RESOLVE, /* waiting for DNS */
+	ST_CONNECT_UPSTREAM, /* upstream TCP connect in progress */
+	ST_TLS_CLIENT, /* terminating the agent's TLS after CONNECT */
+	ST_TLS_UPSTREAM, /* TLS to the upstream */
 	ST_TUNNEL, /* opaque relay (splice) */
 	ST_FORWARD, /* one HTTP exchange in flight */
 	ST_CLOSING, /* flushing a final answer, then close */
+};
+#define PROXY_CONN_STATES (ST_CLOSING + 1)
+
+/* What one step did. conn_step() steps again only after progress, and
+ * re-arms the idle timer only if some step made progress. */
+enum step_result {
+	STEP_WAIT, /* nothing more to do until the next event */
+	STEP_PROGRESS, /* the state changed or buffered bytes moved: step again */
+	STEP_CLOSED, /* conn_close() ran: the connection is not stepped again */
 };
 
 enum conn_mode {
@@ -43,7 +57,7 @@ struct proxy;
 struct conn {
 	struct proxy *proxy;
 	struct conn *prev, *next;
-	enum conn_state state;
+	enum proxy_conn_state state; /* changed only by conn_set_state() */
 	enum conn_mode mode;
 	struct stream client, upstream;
 	struct loop_io *cio, *uio;
@@ -98,6 +112,12 @@ struct conn {
 	bool pipe_grown[2];
 };
 
+/* proxy_state.c */
+const char *proxy_conn_state_name(enum proxy_conn_state s);
+bool proxy_conn_transition_allowed(enum proxy_conn_state from, enum proxy_conn_state to);
+/* The one way to change c->state: checks the move and logs it (debug). */
+void conn_set_state(struct conn *c, enum proxy_conn_state to);
+
 /* proxy.c */
 void conn_close(struct conn *c);
 void conn_update_interest(struct conn *c);
@@ -115,23 +135,24 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 		    const char *method, const char *path, const char *detail);
 
 /* proxy_request.c */
-void request_head_step(struct conn *c);
+enum step_result request_head_step(struct conn *c);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);
 void upstream_drop(struct conn *c);
 /* MODE_HTTP: closes an idle upstream that hung up or spoke out of turn. */
 void upstream_check_idle(struct conn *c);
-void upstream_connect_step(struct conn *c);
-void tls_accept_step(struct conn *c);
-void tls_connect_step(struct conn *c);
+enum step_result upstream_connect_step(struct conn *c);
+enum step_result tls_accept_step(struct conn *c);
+enum step_result tls_connect_step(struct conn *c);
 
 /* proxy_relay.c */
 int tunnel_start(struct conn *c);
-void tunnel_step(struct conn *c);
-void forward_step(struct conn *c);
+enum step_result tunnel_step(struct conn *c);
+enum step_result forward_step(struct conn *c);
 int body_init_request(struct body *b, const struct http_request *req, os_error *err);
-/* Moves framed body bytes from in to out; returns <0 on a framing error. */
-int body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err);
+/* Moves framed body bytes from in to out: the number moved, or -1 on a
+ * framing error. */
+ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err);
 
 #endif

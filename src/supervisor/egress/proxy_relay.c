@@ -17,7 +17,7 @@ int tunnel_start(struct conn *c)
 	for (int d = 0; d < 2; d++)
 		if (pipe2(c->pipes[d], O_CLOEXEC | O_NONBLOCK) < 0)
 			return -1;
-	c->state = ST_TUNNEL;
+	conn_set_state(c, ST_TUNNEL);
 	return 0;
 }
 
@@ -73,24 +73,34 @@ static bool splice_out(struct conn *c, int d, int dst)
 }
 
 /* One direction: src socket -> pipe -> dst socket, until the kernel says
- * EAGAIN (bounded, to stay fair to the other connections on this loop). */
-static void splice_dir(struct conn *c, int d, int src, int dst)
+ * EAGAIN (bounded, to stay fair to the other connections on this loop).
+ * True when the pipe ends up holding a different amount than it started
+ * with: bytes now wait for dst, or waiting bytes went out. */
+static bool splice_dir(struct conn *c, int d, int src, int dst)
 {
+	size_t held = c->piped[d];
 	for (int round = 0; round < 8; round++) {
 		bool in = splice_in(c, d, src, dst);
 		if (!splice_out(c, d, dst) || !in)
-			return;
+			break;
 	}
+	return c->piped[d] != held;
 }
 
-void tunnel_step(struct conn *c)
+/* Progress is a pipe's fill changing; bytes that pass straight through in
+ * one step leave the fill where it was and let the step end there (one
+ * round of splicing per event; note they do not re-arm the idle timer). */
+enum step_result tunnel_step(struct conn *c)
 {
 	if (c->cout.len > 0)
-		return; /* the 200 goes first */
-	splice_dir(c, 0, c->client.fd, c->upstream.fd);
-	splice_dir(c, 1, c->upstream.fd, c->client.fd);
-	if (c->half_closed[0] && c->half_closed[1] && !c->piped[0] && !c->piped[1])
+		return STEP_WAIT; /* the 200 goes first */
+	bool moved = splice_dir(c, 0, c->client.fd, c->upstream.fd);
+	moved |= splice_dir(c, 1, c->upstream.fd, c->client.fd);
+	if (c->half_closed[0] && c->half_closed[1] && !c->piped[0] && !c->piped[1]) {
 		conn_close(c);
+		return STEP_CLOSED;
+	}
+	return moved ? STEP_PROGRESS : STEP_WAIT;
 }
 
 int body_init_request(struct body *b, const struct http_request *req, os_error *err)
@@ -112,7 +122,7 @@ int body_init_request(struct body *b, const struct http_request *req, os_error *
 	}
 }
 
-int body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err)
+ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err)
 {
 	size_t room = out->cap - out->len;
 	if (b->state == BODY_DONE || in->len == 0 || room == 0)
@@ -147,7 +157,7 @@ int body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err)
 	if (buf_append(out, in->data, n, err) < 0)
 		return -1;
 	buf_consume(in, n);
-	return 0;
+	return (ssize_t)n;
 }
 
 static bool read_side(struct stream *s, struct buf *b, bool *eof)
@@ -167,8 +177,10 @@ static bool read_side(struct stream *s, struct buf *b, bool *eof)
 	return true;
 }
 
-/* Parses the upstream's response head and queues it for the agent. */
-static int response_head(struct conn *c, os_error *err)
+/* Parses the upstream's response head and queues it for the agent: 1 for
+ * the final head, 0 when more is needed or after an interim (1xx) head,
+ * which sets *took like the final one does. */
+static int response_head(struct conn *c, bool *took, os_error *err)
 {
 	struct http_response resp;
 	size_t consumed;
@@ -179,6 +191,7 @@ static int response_head(struct conn *c, os_error *err)
 	if (buf_append(&c->cout, c->uin.data, consumed, err) < 0)
 		return -1;
 	buf_consume(&c->uin, consumed);
+	*took = true;
 	if (resp.status >= 100 && resp.status < 200)
 		return 0; /* interim: the real head follows */
 	c->resp_head_done = true;
@@ -206,63 +219,91 @@ static void exchange_done(struct conn *c)
 {
 	bool own_upstream = c->mode == MODE_HTTP || c->inference;
 	if (c->client_close || (c->upstream_close && !own_upstream)) {
-		c->state = ST_CLOSING;
+		conn_set_state(c, ST_CLOSING);
 		return;
 	}
 	/* Inference backends get a fresh connection per request; plain HTTP
 	 * keeps its upstream alive unless the upstream said close. */
 	if (c->inference || c->upstream_close)
 		upstream_drop(c);
-	c->state = ST_HEAD;
+	conn_set_state(c, ST_READ_HEAD);
 }
 
-void forward_step(struct conn *c)
+/* Request body: agent -> cin -> uout. */
+static enum step_result forward_request(struct conn *c, bool *moved)
 {
 	os_error err = { 0 };
-	bool ceof = false, ueof = false;
+	bool ceof = false;
 	while (c->req_body.state != BODY_DONE && read_side(&c->client, &c->cin, &ceof))
-		;
-	if (body_pump(&c->req_body, &c->cin, &c->uout, &err) < 0) {
+		*moved = true;
+	ssize_t n = body_pump(&c->req_body, &c->cin, &c->uout, &err);
+	if (n < 0) {
 		reply_error(c, 400, "bad_request", err.msg, "bad_request_body");
-		return;
+		return STEP_PROGRESS;
 	}
+	*moved |= n > 0;
 	if (ceof && c->req_body.state != BODY_DONE) {
 		conn_close(c);
-		return;
+		return STEP_CLOSED;
 	}
+	return STEP_WAIT;
+}
+
+/* Response body: uin -> cout, framed or until the upstream closes. */
+static int forward_response_body(struct conn *c, bool ueof, bool *moved, os_error *err)
+{
+	if (c->resp_body.state != BODY_UNTIL_CLOSE) {
+		ssize_t n = body_pump(&c->resp_body, &c->uin, &c->cout, err);
+		*moved |= n > 0;
+		return n < 0 ? -1 : 0;
+	}
+	/* Move only what fits; the rest waits in uin for the agent. */
+	size_t room = c->cout.cap - c->cout.len;
+	size_t n = c->uin.len < room ? c->uin.len : room;
+	if (n && buf_append(&c->cout, c->uin.data, n, NULL) == 0) {
+		buf_consume(&c->uin, n);
+		*moved = true;
+	}
+	if (ueof && c->uin.len == 0)
+		c->resp_body.state = BODY_DONE;
+	return 0;
+}
+
+enum step_result forward_step(struct conn *c)
+{
+	os_error err = { 0 };
+	bool ueof = false, moved = false;
+	enum step_result r = forward_request(c, &moved);
+	if (r != STEP_WAIT)
+		return r;
 	while (read_side(&c->upstream, &c->uin, &ueof))
-		;
+		moved = true;
 	if (!c->resp_head_done) {
-		int r = response_head(c, &err);
-		if (r < 0) {
+		int h = response_head(c, &moved, &err);
+		if (h < 0) {
 			reply_error(c, 502, "bad_gateway", err.msg, "bad_upstream_response");
-			return;
+			return STEP_PROGRESS;
 		}
-		if (r == 0 && ueof) {
+		if (h == 0 && ueof) {
 			reply_error(c, 502, "bad_gateway", "upstream closed without a response",
 				    "upstream_closed");
-			return;
+			return STEP_PROGRESS;
 		}
 		if (!c->resp_head_done)
-			return;
+			return moved ? STEP_PROGRESS : STEP_WAIT;
 	}
-	if (c->resp_body.state == BODY_UNTIL_CLOSE) {
-		/* Move only what fits; the rest waits in uin for the agent. */
-		size_t room = c->cout.cap - c->cout.len;
-		size_t n = c->uin.len < room ? c->uin.len : room;
-		if (n && buf_append(&c->cout, c->uin.data, n, NULL) == 0)
-			buf_consume(&c->uin, n);
-		if (ueof && c->uin.len == 0)
-			c->resp_body.state = BODY_DONE;
-	} else if (body_pump(&c->resp_body, &c->uin, &c->cout, &err) < 0) {
+	if (forward_response_body(c, ueof, &moved, &err) < 0) {
 		log_warn("proxy: bad response body from %s: %s", c->host, err.msg);
 		conn_close(c);
-		return;
+		return STEP_CLOSED;
 	}
 	if (c->resp_body.state == BODY_DONE && c->req_body.state == BODY_DONE) {
 		exchange_done(c);
-		return;
+		return STEP_PROGRESS;
 	}
-	if (ueof && c->resp_body.state != BODY_DONE)
+	if (ueof && c->resp_body.state != BODY_DONE) {
 		conn_close(c); /* truncated: the agent must not see a complete message */
+		return STEP_CLOSED;
+	}
+	return moved ? STEP_PROGRESS : STEP_WAIT;
 }

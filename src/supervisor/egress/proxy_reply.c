@@ -89,7 +89,7 @@ static void send_json(struct conn *c, int status, json_t *body, const char *poli
 	free(text);
 	if (rc < 0)
 		log_warn("proxy: building a %d answer: %s", status, err.msg);
-	c->state = ST_CLOSING;
+	conn_set_state(c, ST_CLOSING);
 }
 
 void reply_error(struct conn *c, int status, const char *error, const char *detail,

@@ -161,7 +161,7 @@ static void handle_connect(struct conn *c, const struct http_request *req, size_
 		c->mode = MODE_MITM;
 		snprintf(c->policy_name, sizeof c->policy_name, "inference");
 		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
-		c->state = ST_TLS_ACCEPT;
+		conn_set_state(c, ST_TLS_CLIENT);
 		audit_decision(c, "connect", "allow", "inference", NULL, NULL, NULL);
 		return;
 	}
@@ -316,7 +316,7 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	c->resp_body.state = BODY_DONE;
 	http_parser_reset(&c->rparser);
 	if (c->mode == MODE_MITM || (c->mode == MODE_HTTP && c->upstream.fd >= 0)) {
-		c->state = ST_FORWARD;
+		conn_set_state(c, ST_FORWARD);
 		return;
 	}
 	upstream_start(c);
@@ -388,36 +388,51 @@ static int status_for(enum http_error e)
 	}
 }
 
-void request_head_step(struct conn *c)
+/* Dispatches one parsed request by the connection's mode. */
+static void handle_request(struct conn *c, const struct http_request *req, size_t consumed)
+{
+	bool is_connect = str_ieq(req->method.p, req->method.len, "CONNECT", 7);
+	if (c->mode == MODE_NONE && is_connect)
+		handle_connect(c, req, consumed);
+	else if (c->mode == MODE_MITM)
+		handle_mitm(c, req, consumed);
+	else if (!is_connect)
+		handle_http(c, req, consumed);
+	else
+		reply_error(c, 400, "bad_request", "CONNECT after a plain request", "bad_method");
+}
+
+enum step_result request_head_step(struct conn *c)
 {
 	if (c->mode == MODE_HTTP)
 		upstream_check_idle(c);
-	while (read_client(c) && !c->dead)
-		;
-	if (c->dead || c->cin.len == 0)
-		return;
+	bool got = false;
+	while (read_client(c))
+		got = true;
+	if (c->dead)
+		return STEP_CLOSED;
+	if (c->cin.len == 0)
+		return got ? STEP_PROGRESS : STEP_WAIT;
 	struct http_request req;
 	size_t consumed = 0;
 	os_error err = { 0 };
 	int r = http_parse_request(&c->parser, c->cin.data, c->cin.len, &req, &consumed, &err);
 	if (r == HTTP_PARSE_NEED_MORE) {
-		if (c->client.eof)
-			conn_close(c);
-		return;
+		if (!c->client.eof)
+			return got ? STEP_PROGRESS : STEP_WAIT;
+		conn_close(c);
+		return STEP_CLOSED;
 	}
 	if (r < 0) {
 		reply_error(c, status_for(c->parser.error), "bad_request", err.msg,
 			    http_error_name(c->parser.error));
-		return;
+		return STEP_PROGRESS;
 	}
 	http_parser_reset(&c->parser);
-	bool is_connect = str_ieq(req.method.p, req.method.len, "CONNECT", 7);
-	if (c->mode == MODE_NONE && is_connect)
-		handle_connect(c, &req, consumed);
-	else if (c->mode == MODE_MITM)
-		handle_mitm(c, &req, consumed);
-	else if (!is_connect)
-		handle_http(c, &req, consumed);
-	else
-		reply_error(c, 400, "bad_request", "CONNECT after a plain request", "bad_method");
+	handle_request(c, &req, consumed);
+	if (c->dead)
+		return STEP_CLOSED;
+	/* Every handler answers or moves on, except an inference request that
+	 * waits for the rest of its body (its head is parsed again then). */
+	return got || c->state != ST_READ_HEAD ? STEP_PROGRESS : STEP_WAIT;
 }

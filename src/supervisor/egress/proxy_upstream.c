@@ -14,7 +14,7 @@
 
 int conn_add_upstream_watch(struct conn *c, os_error *err);
 
-static void connect_next(struct conn *c);
+static enum step_result connect_next(struct conn *c);
 static void start_upstream_tls(struct conn *c, const char *name);
 
 static void on_resolved(void *data, int status, const struct ip_addr *addrs, size_t n,
@@ -81,7 +81,7 @@ void upstream_start(struct conn *c)
 {
 	const struct proxy_config *cfg = proxy_cfg(c->proxy);
 	os_error err = { 0 };
-	c->state = ST_RESOLVING;
+	conn_set_state(c, ST_RESOLVE);
 	c->query = resolver_lookup(cfg->resolver, c->up_host[0] ? c->up_host : c->host, on_resolved,
 				   c, &err);
 	if (!c->query)
@@ -108,7 +108,9 @@ static int sockaddr_of(const struct ip_addr *a, uint16_t port, struct sockaddr_s
 	return 0;
 }
 
-static void connect_next(struct conn *c)
+/* Starts a connect to the next checked address: STEP_WAIT while one is in
+ * flight, STEP_PROGRESS once none is left and the agent is answered. */
+static enum step_result connect_next(struct conn *c)
 {
 	while (c->next_addr < c->n_addrs) {
 		const struct ip_addr *a = &c->addrs[c->next_addr++];
@@ -135,15 +137,16 @@ static void connect_next(struct conn *c)
 			stream_close(&c->upstream);
 			continue;
 		}
-		c->state = ST_CONNECTING;
-		return;
+		conn_set_state(c, ST_CONNECT_UPSTREAM);
+		return STEP_WAIT;
 	}
 	char detail[400];
 	snprintf(detail, sizeof detail, "cannot connect to %s:%u", c->host, c->port);
 	reply_error(c, 502, "upstream_unreachable", detail, "connect_failed");
+	return STEP_PROGRESS;
 }
 
-static void start_client_tls(struct conn *c)
+static int start_client_tls(struct conn *c)
 {
 	const struct proxy_config *cfg = proxy_cfg(c->proxy);
 	os_error err = { 0 };
@@ -154,58 +157,64 @@ static void start_client_tls(struct conn *c)
 		SSL_free(ssl);
 		log_warn("proxy: TLS for %s: %s", c->host, err.msg[0] ? err.msg : tls_last_error());
 		conn_close(c);
-		return;
+		return -1;
 	}
 	SSL_set_accept_state(ssl);
 	c->client.ssl = ssl;
-	c->state = ST_TLS_ACCEPT;
+	return 0;
 }
 
-void upstream_connect_step(struct conn *c)
+/* The connect finished: what the mode does with the new upstream. */
+static enum step_result upstream_connected(struct conn *c)
+{
+	audit_decision(c, "connect", "allow", c->mode == MODE_HTTP ? "http_forward" : "allowed",
+		       NULL, NULL, NULL);
+	switch (c->mode) {
+	case MODE_TUNNEL:
+		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
+		if (tunnel_start(c) < 0) {
+			conn_close(c);
+			return STEP_CLOSED;
+		}
+		return STEP_PROGRESS;
+	case MODE_MITM:
+		if (c->inference) {
+			if (c->up_tls)
+				start_upstream_tls(c, c->up_host);
+			else
+				conn_set_state(c, ST_FORWARD);
+			return STEP_PROGRESS;
+		}
+		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
+		conn_set_state(c, ST_TLS_CLIENT);
+		return STEP_PROGRESS;
+	case MODE_HTTP:
+		snprintf(c->conn_host, sizeof c->conn_host, "%s", c->host);
+		c->conn_port = c->port;
+		conn_set_state(c, ST_FORWARD);
+		return STEP_PROGRESS;
+	default:
+		conn_close(c);
+		return STEP_CLOSED;
+	}
+}
+
+enum step_result upstream_connect_step(struct conn *c)
 {
 	int soerr = 0;
 	socklen_t len = sizeof soerr;
 	if (getsockopt(c->upstream.fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
 		soerr = errno;
 	if (soerr == EINPROGRESS || soerr == EALREADY)
-		return;
-	if (soerr == 0) {
-		/* connect() finished? a writable socket with no error is connected */
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof ss;
-		if (getpeername(c->upstream.fd, (struct sockaddr *)&ss, &sl) < 0)
-			return; /* still in progress */
-	} else {
-		connect_next(c);
-		return;
-	}
-	audit_decision(c, "connect", "allow", c->mode == MODE_HTTP ? "http_forward" : "allowed",
-		       NULL, NULL, NULL);
-	switch (c->mode) {
-	case MODE_TUNNEL:
-		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
-		if (tunnel_start(c) < 0)
-			conn_close(c);
-		break;
-	case MODE_MITM:
-		if (c->inference) {
-			if (c->up_tls)
-				start_upstream_tls(c, c->up_host);
-			else
-				c->state = ST_FORWARD;
-			break;
-		}
-		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
-		c->state = ST_TLS_ACCEPT;
-		break;
-	case MODE_HTTP:
-		snprintf(c->conn_host, sizeof c->conn_host, "%s", c->host);
-		c->conn_port = c->port;
-		c->state = ST_FORWARD;
-		break;
-	default:
-		conn_close(c);
-	}
+		return STEP_WAIT;
+	if (soerr != 0)
+		return connect_next(c);
+	/* connect() finished? a writable socket with no error is connected */
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	if (getpeername(c->upstream.fd, (struct sockaddr *)&ss, &sl) < 0)
+		return STEP_WAIT; /* still in progress */
+	return upstream_connected(c);
 }
 
 static void start_upstream_tls(struct conn *c, const char *name)
@@ -221,29 +230,26 @@ static void start_upstream_tls(struct conn *c, const char *name)
 	}
 	SSL_set_connect_state(u);
 	c->upstream.ssl = u;
-	c->state = ST_TLS_CONNECT;
+	conn_set_state(c, ST_TLS_UPSTREAM);
 }
 
-void tls_accept_step(struct conn *c)
+enum step_result tls_accept_step(struct conn *c)
 {
 	if (c->cout.len > 0)
-		return; /* the 200 must reach the agent before TLS starts */
-	if (!c->client.ssl) {
-		start_client_tls(c);
-		if (c->dead)
-			return;
-	}
+		return STEP_WAIT; /* the 200 must reach the agent before TLS starts */
+	if (!c->client.ssl && start_client_tls(c) < 0)
+		return STEP_CLOSED;
 	int r = SSL_do_handshake(c->client.ssl);
 	if (r != 1) {
 		int e = SSL_get_error(c->client.ssl, r);
 		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
 			c->client.want = e == SSL_ERROR_WANT_READ ? LOOP_IN : LOOP_OUT;
-			return;
+			return STEP_WAIT;
 		}
 		audit_decision(c, "connect", "deny", "agent_tls_failed", NULL, NULL,
 			       "agent TLS handshake failed (does it trust the sandbox CA?)");
 		conn_close(c);
-		return;
+		return STEP_CLOSED;
 	}
 	const char *sni = SSL_get_servername(c->client.ssl, TLSEXT_NAMETYPE_host_name);
 	if (sni && strcasecmp(sni, c->host) != 0) {
@@ -251,31 +257,32 @@ void tls_accept_step(struct conn *c)
 		c->mode = MODE_MITM;
 		reply_error(c, 403, "policy_denied",
 			    "TLS server name does not match the CONNECT target", "sni_mismatch");
-		return;
+		return STEP_PROGRESS;
 	}
-	if (c->inference) {
-		c->state = ST_HEAD;
-		return;
-	}
-	start_upstream_tls(c, c->host);
+	if (c->inference)
+		conn_set_state(c, ST_READ_HEAD);
+	else
+		start_upstream_tls(c, c->host);
+	return STEP_PROGRESS;
 }
 
-void tls_connect_step(struct conn *c)
+enum step_result tls_connect_step(struct conn *c)
 {
 	int r = SSL_do_handshake(c->upstream.ssl);
 	if (r == 1) {
 		/* inference: the request is already queued; a tunnel waits for one */
-		c->state = c->inference ? ST_FORWARD : ST_HEAD;
-		return;
+		conn_set_state(c, c->inference ? ST_FORWARD : ST_READ_HEAD);
+		return STEP_PROGRESS;
 	}
 	int e = SSL_get_error(c->upstream.ssl, r);
 	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
 		c->upstream.want = e == SSL_ERROR_WANT_READ ? LOOP_IN : LOOP_OUT;
-		return;
+		return STEP_WAIT;
 	}
 	long v = SSL_get_verify_result(c->upstream.ssl);
 	char detail[300];
 	snprintf(detail, sizeof detail, "upstream TLS handshake with %s failed: %s", c->host,
 		 v != X509_V_OK ? X509_verify_cert_error_string(v) : tls_last_error());
 	reply_error(c, 502, "upstream_tls", detail, "upstream_tls_failed");
+	return STEP_PROGRESS;
 }
