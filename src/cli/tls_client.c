@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fdutil.h"
+#include "tlsctx.h"
 
 static int env_file(const char *var, const char **out, os_error *err)
 {
@@ -100,15 +101,16 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 static SSL_CTX *client_ctx(const struct tls_settings *t, os_error *err)
 {
 	char why[256];
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-	if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-	    (t->ca ? SSL_CTX_load_verify_locations(ctx, t->ca, NULL)
-		   : SSL_CTX_set_default_verify_paths(ctx)) != 1) {
-		SSL_CTX_free(ctx);
-		os_error_set(err, EINVAL, "OPENSHELL_TLS_CA %s: %s", t->ca ? t->ca : "(system)",
-			     ssl_detail(NULL, why, sizeof why));
+	/* A record without data (a key update) returns to pump()'s poll
+	 * instead of blocking in SSL_read while stdin waits. */
+	const struct tls_client_config cfg = {
+		.ca_file = t->ca,
+		.ca_what = "OPENSHELL_TLS_CA",
+		.no_auto_retry = true,
+	};
+	SSL_CTX *ctx = NULL;
+	if (tls_ctx_new_client(&cfg, &ctx, err) < 0)
 		return NULL;
-	}
 	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
 	if (t->cert && (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1 ||
 			SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1 ||
@@ -118,20 +120,7 @@ static SSL_CTX *client_ctx(const struct tls_settings *t, os_error *err)
 			     t->cert, t->key, ssl_detail(NULL, why, sizeof why));
 		return NULL;
 	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	/* A record without data (a key update) returns to pump()'s poll
-	 * instead of blocking in SSL_read while stdin waits. */
-	SSL_CTX_clear_mode(ctx, SSL_MODE_AUTO_RETRY);
 	return ctx;
-}
-
-static int set_host(SSL *ssl, const char *host)
-{
-	bool ip = strchr(host, ':') != NULL || strspn(host, "0123456789.") == strlen(host);
-	if (ip)
-		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host);
-	return SSL_set1_host(ssl, host) == 1 && SSL_set_tlsext_host_name(ssl, host) == 1;
 }
 
 int tls_stream_start(struct tls_stream *s, int fd, const struct tls_settings *t, const char *host,
@@ -146,10 +135,14 @@ int tls_stream_start(struct tls_stream *s, int fd, const struct tls_settings *t,
 	SSL_CTX_free(ctx); /* the SSL holds its own reference */
 	if (!ssl)
 		return ctx ? os_error_set(err, ENOMEM, "TLS: out of memory") : -1;
-	if (SSL_set_fd(ssl, fd) != 1 || set_host(ssl, host) != 1) {
+	if (SSL_set_fd(ssl, fd) != 1) {
 		SSL_free(ssl);
 		return os_error_set(err, EINVAL, "TLS: gateway host %s: %s", host,
 				    ssl_detail(NULL, why, sizeof why));
+	}
+	if (tls_client_set_host(ssl, host, err) < 0) {
+		SSL_free(ssl);
+		return os_error_prefix(err, "TLS: gateway host");
 	}
 	if (SSL_connect(ssl) != 1) {
 		ssl_detail(ssl, why, sizeof why);

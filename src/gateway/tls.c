@@ -19,18 +19,13 @@
 
 #include "cleanup.h"
 #include "loop.h"
+#include "tlsctx.h"
 
 /* The newest OpenSSL reason on this thread's queue, which is then emptied. */
 static const char *ssl_reason(void)
 {
 	static __thread char text[256];
-	unsigned long e = ERR_peek_last_error();
-	if (!e)
-		snprintf(text, sizeof text, "the connection was closed");
-	else
-		ERR_error_string_n(e, text, sizeof text);
-	ERR_clear_error();
-	return text;
+	return tls_reason(text, sizeof text);
 }
 
 static int no_passphrase(char *buf, int size, int rwflag, void *u)
@@ -144,17 +139,15 @@ int gw_tls_ctx_new(const struct gateway_tls_config *cfg, SSL_CTX **out, os_error
 		return -1;
 	if (!cfg->cert_file)
 		return 0;
-	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-	if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
-		SSL_CTX_free(ctx);
-		return os_error_set(err, EIO, "creating the TLS context: %s", ssl_reason());
-	}
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-					 SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
 	/* flush() retries from a buffer that may move and takes partial writes. */
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	SSL_CTX_set_num_tickets(ctx, 0);
-	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	const struct tls_server_config tcfg = {
+		.loop_io = true,
+		.no_resumption = true,
+		.server_cipher_order = true,
+	};
+	SSL_CTX *ctx = NULL;
+	if (tls_ctx_new_server(&tcfg, &ctx, err) < 0)
+		return -1;
 	if (use_cert_and_key(ctx, cfg, err) < 0 ||
 	    (cfg->client_ca_file && request_client_certs(ctx, cfg->client_ca_file, err) < 0)) {
 		SSL_CTX_free(ctx);
@@ -204,13 +197,11 @@ static void answer_plain_http(int fd)
 
 int gw_tls_handshake(SSL *ssl, int fd, unsigned *want, os_error *err)
 {
-	ERR_clear_error();
-	int r = SSL_do_handshake(ssl);
-	if (r == 1)
+	enum tls_step step = tls_handshake_step(ssl);
+	if (step == TLS_STEP_DONE)
 		return 0;
-	int e = SSL_get_error(ssl, r);
-	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-		*want = e == SSL_ERROR_WANT_READ ? LOOP_IN : LOOP_OUT;
+	if (step != TLS_STEP_FAILED) {
+		*want = step == TLS_STEP_WANT_READ ? LOOP_IN : LOOP_OUT;
 		return 1;
 	}
 	char peer[64];

@@ -4,6 +4,7 @@
  * It hands out spans of the input and never copies or allocates. */
 #include <string.h>
 
+#include "hex.h"
 #include "http.h"
 #include "http_internal.h"
 
@@ -23,17 +24,6 @@ static int cfail(struct http_chunked *c, enum http_error e, size_t off, os_error
 	c->error = e;
 	c->state = CS_FAILED;
 	return http_fail(e, (size_t)c->stream_off + off, err, detail);
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 /* Extensions are skipped, not interpreted: ';' then field bytes up to CR. */
@@ -63,7 +53,7 @@ static int size_line(struct http_chunked *c, const char *p, size_t avail, size_t
 	size_t i = 0;
 	uint64_t v = 0;
 	int d;
-	for (; i < avail && (d = hexval(p[i])) >= 0; i++) {
+	for (; i < avail && (d = hex_digit_value((unsigned char)p[i])) >= 0; i++) {
 		if (i == HTTP_CHUNK_SIZE_DIGITS_MAX)
 			return cfail(c, HTTP_E_CHUNK_SIZE_TOO_LARGE, off + i, err,
 				     "chunk size has too many hex digits");

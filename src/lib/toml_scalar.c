@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
+
 /* A scalar is at most this long; longer runs are rejected, not truncated. */
 #define TOML_SCALAR_MAX 128
 
@@ -55,13 +57,7 @@ static size_t token_end(const struct toml_cur *c)
 
 static int digit_value(unsigned char ch, int base)
 {
-	int d = -1;
-	if (ch >= '0' && ch <= '9')
-		d = ch - '0';
-	else if (ch >= 'a' && ch <= 'f')
-		d = ch - 'a' + 10;
-	else if (ch >= 'A' && ch <= 'F')
-		d = ch - 'A' + 10;
+	int d = hex_digit_value(ch);
 	return d >= 0 && d < base ? d : -1;
 }
 

@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "cleanup.h"
+#include "hex.h"
 
 int toml_fail_at(struct toml_cur *c, struct toml_pos pos, const char *fmt, ...)
 {
@@ -184,24 +185,13 @@ static int put_utf8(struct buf *b, uint32_t cp, os_error *err)
 	return buf_append(b, u, n, err);
 }
 
-static int hex_digit(unsigned char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 static int scan_unicode_escape(struct toml_cur *c, size_t digits, struct buf *b)
 {
 	struct toml_pos pos = cur_pos(c);
 	uint32_t cp = 0;
 	c->i += 2; /* backslash and u/U */
 	for (size_t k = 0; k < digits; k++) {
-		int d = hex_digit(cur_at(c, 0));
+		int d = hex_digit_value(cur_at(c, 0));
 		if (d < 0)
 			return toml_fail_at(c, pos, "\\%c escape needs %zu hex digits",
 					    digits == 4 ? 'u' : 'U', digits);

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "hex.h"
+
 struct writer {
 	char *out;
 	size_t cap, len;
@@ -46,17 +48,6 @@ static bool is_raw_pchar(unsigned char c)
 	return is_unreserved(c) || (c != 0 && strchr("!$&'()*+,=:@", c) != NULL);
 }
 
-static int hex_val(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Checks one byte value (decoded or raw) for the classes refused anywhere. */
 static enum canon_result refuse_byte(unsigned char v, bool encoded)
 {
@@ -79,8 +70,8 @@ static enum canon_result put_segment(struct writer *w, const char *seg, size_t n
 		if (encoded) {
 			if (i + 2 >= n) /* segment ends before two hex digits */
 				return CANON_BAD_ESCAPE;
-			int hi = hex_val((unsigned char)seg[i + 1]);
-			int lo = hex_val((unsigned char)seg[i + 2]);
+			int hi = hex_digit_value((unsigned char)seg[i + 1]);
+			int lo = hex_digit_value((unsigned char)seg[i + 2]);
 			if (hi < 0 || lo < 0)
 				return CANON_BAD_ESCAPE;
 			c = (unsigned char)(hi << 4 | lo);

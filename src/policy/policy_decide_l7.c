@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "canon.h"
+#include "hex.h"
 #include "pathglob.h"
 #include "policy_gen_int.h"
 
@@ -32,17 +33,6 @@ struct qparams {
 	char buf[QUERY_READINGS * QUERY_READING_BYTES];
 };
 
-static int hexv(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes s[0..len) into out (NUL-terminated), with '+' read as a
  * space when plus_is_space; false on a bad escape or a decoded NUL. */
 static bool pct_decode(const char *s, size_t len, bool plus_is_space, char *out)
@@ -55,7 +45,8 @@ static bool pct_decode(const char *s, size_t len, bool plus_is_space, char *out)
 		}
 		if (i + 2 >= len)
 			return false;
-		int hi = hexv(s[i + 1]), lo = hexv(s[i + 2]);
+		int hi = hex_digit_value((unsigned char)s[i + 1]),
+		    lo = hex_digit_value((unsigned char)s[i + 2]);
 		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
 			return false;
 		out[o++] = (char)(hi * 16 + lo);

@@ -19,45 +19,15 @@
 #include "fdutil.h"
 #include "loop.h"
 #include "parse.h"
-
-/* Fields 3 (state) and 22 (start time) of /proc/PID/stat; -1 when the pid is gone. */
-static int proc_stat(pid_t pid, char *state, uint64_t *start)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2])
-		return -1;
-	*state = p[2];
-	/* Fields after the comm: state is 3, start time is 22. */
-	int field = 2;
-	for (p++; *p && field < 22; p++)
-		if (*p == ' ')
-			field++;
-	char *end = p;
-	while (*end >= '0' && *end <= '9')
-		end++;
-	if (field != 22 || parse_u64(p, (size_t)(end - p), 1, UINT64_MAX, start, NULL) < 0)
-		return -1;
-	return 0;
-}
+#include "procfs.h"
 
 uint64_t local_proc_start_time(pid_t pid)
 {
-	char state = 0;
-	uint64_t v = 0;
-	if (proc_stat(pid, &state, &v) < 0)
+	struct procfs_stat st;
+	if (procfs_stat_read(pid, &st, NULL) < 0)
 		return 0;
 	/* A zombie has exited: it is not running any more. */
-	return state == 'Z' ? 0 : v;
+	return st.state == 'Z' ? 0 : st.start_time;
 }
 
 static int write_small(const char *dir, const char *name, const char *text, os_error *err)
@@ -212,10 +182,9 @@ bool local_proc_alive(const struct local_pid *p)
 
 bool local_proc_gone(const struct local_pid *p)
 {
-	char state = 0;
-	uint64_t start = 0;
-	return p->pid <= 1 || p->start_time == 0 || proc_stat(p->pid, &state, &start) < 0 ||
-	       start != p->start_time;
+	struct procfs_stat st;
+	return p->pid <= 1 || p->start_time == 0 || procfs_stat_read(p->pid, &st, NULL) < 0 ||
+	       st.start_time != p->start_time;
 }
 
 int local_proc_signal(const struct local_pid *p, int sig, os_error *err)

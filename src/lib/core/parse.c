@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
+
 int parse_u64(const char *s, size_t len, uint64_t min, uint64_t max, uint64_t *out, os_error *err)
 {
 	if (len == 0)
@@ -57,20 +59,13 @@ int parse_hex_u64(const char *s, size_t len, uint64_t max, uint64_t *out, os_err
 				    "expected a hexadecimal number, got an empty string");
 	uint64_t v = 0;
 	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		unsigned d;
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
+		int d = hex_digit_value((unsigned char)s[i]);
+		if (d < 0)
 			return os_error_set(err, EINVAL, "invalid hexadecimal digit in \"%.*s\"",
 					    (int)(len > 64 ? 64 : len), s);
 		if (v > (UINT64_MAX >> 4))
 			return os_error_set(err, ERANGE, "hexadecimal number too large");
-		v = (v << 4) | d;
+		v = (v << 4) | (unsigned)d;
 	}
 	if (v > max)
 		return os_error_set(err, ERANGE, "hexadecimal number over %llu",

@@ -18,6 +18,7 @@
 
 #include "cleanup.h"
 #include "fdutil.h"
+#include "hex.h"
 
 #define MAGIC "OSSPLIT1"
 #define MAGIC_LEN 8
@@ -29,17 +30,6 @@ static const char LABEL_SUP_PROOF[] = "openshell-split v1 supervisor proof";
 static const char LABEL_LAU_PROOF[] = "openshell-split v1 launcher proof";
 static const char LABEL_S2L[] = "openshell-split v1 supervisor to launcher";
 static const char LABEL_L2S[] = "openshell-split v1 launcher to supervisor";
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 int splitchan_load_key(const char *path, uint8_t key[SPLITCHAN_KEY_LEN], os_error *err)
 {
@@ -54,14 +44,8 @@ int splitchan_load_key(const char *path, uint8_t key[SPLITCHAN_KEY_LEN], os_erro
 		rc = os_error_set(err, EINVAL,
 				  "key file %s: expected %d hex digits, found %zu bytes", path,
 				  2 * SPLITCHAN_KEY_LEN, len);
-	for (size_t i = 0; rc == 0 && i < SPLITCHAN_KEY_LEN; i++) {
-		int hi = hexval(text[2 * i]), lo = hexval(text[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			rc = os_error_set(err, EINVAL, "key file %s: byte %zu is not a hex digit",
-					  path, hi < 0 ? 2 * i : 2 * i + 1);
-		else
-			key[i] = (uint8_t)(hi << 4 | lo);
-	}
+	if (rc == 0 && hex_decode(text, len, key, SPLITCHAN_KEY_LEN, err) < 0)
+		rc = os_error_prefix(err, "key file %s", path);
 	secure_zero(text, len);
 	if (rc < 0)
 		secure_zero(key, SPLITCHAN_KEY_LEN);

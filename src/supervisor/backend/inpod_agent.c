@@ -5,12 +5,10 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +21,7 @@
 #include "json.h"
 #include "launcher_env.h"
 #include "log.h"
+#include "spawn.h"
 
 /* Fixed fd numbers in the launcher: spec, status, network namespace. */
 enum { CHILD_SPEC_FD = 3, CHILD_STATUS_FD = 4, CHILD_NETNS_FD = 5 };
@@ -38,26 +37,21 @@ __attribute__((noreturn)) static void die_child(const char *what)
 __attribute__((noreturn)) static void child_exec(const struct inpod *p, char *const envp[],
 						 pid_t parent, int spec_fd, int status_fd)
 {
-	sigset_t all;
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL); /* the supervisor blocks signals for signalfd */
-	signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive exec */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		die_child("parent death signal");
-	if (setns(p->netns_fd, CLONE_NEWNET) < 0)
-		die_child("joining the sandbox network namespace");
-	int src[3] = { spec_fd, status_fd, p->netns_fd }, tmp[3];
-	for (int i = 0; i < 3; i++) /* above the targets first, so no dup2 clobbers a source */
-		if ((tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10)) < 0)
-			die_child("dup");
-	for (int i = 0; i < 3; i++)
-		if (dup2(tmp[i], CHILD_SPEC_FD + i) < 0) /* dup2 clears close-on-exec */
-			die_child("dup2");
-	if (fd_close_from(CHILD_NETNS_FD + 1, NULL, 0, NULL) < 0)
-		die_child("closing inherited fds");
+	const int fds[] = { spec_fd, status_fd, p->netns_fd };
 	char *const argv[] = { (char *)p->launcher, "--spec-fd", "3", "--status-fd", "4", NULL };
-	execve(p->launcher, argv, envp);
-	die_child(p->launcher);
+	const struct spawn_child c = {
+		.path = p->launcher,
+		.argv = argv,
+		.envp = envp,
+		.fds = fds,
+		.n_fds = ARRAY_SIZE(fds),
+		.first_fd = CHILD_SPEC_FD,
+		.parent = parent,
+		.netns_fd = p->netns_fd,
+	};
+	const char *what = "exec";
+	spawn_child_exec(&c, &what);
+	die_child(what);
 }
 
 /* Reads the launcher's status lines until EOF (exec done, or launcher gone). */

@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -27,6 +26,7 @@
 #include "netns.h"
 #include "nft.h"
 #include "parse.h"
+#include "procfs.h"
 
 /* Subnets come from veth_lease.c: one lock and one 10.200.N.0/24 space
  * shared with the inpod backend. */
@@ -231,49 +231,19 @@ static int launcher_socket_inode(const struct split *s, unsigned long *inode, os
 	return 0;
 }
 
-/* pid of the process in the agent namespace holding socket:[inode]. */
-static pid_t holder_of(ino_t ns_ino, unsigned long inode)
-{
-	char want[64], path[96], target[64];
-	snprintf(want, sizeof(want), "socket:[%lu]", inode);
-	DIR *d = opendir("/proc");
-	pid_t found = -1;
-	struct dirent *e;
-	while (d && found < 0 && (e = readdir(d)) != NULL) {
-		uint64_t pid;
-		struct stat st;
-		if (parse_u64_str(e->d_name, 1, INT32_MAX, &pid, NULL) < 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/ns/net", e->d_name);
-		if (stat(path, &st) < 0 || st.st_ino != ns_ino)
-			continue; /* cheap filter: only processes inside the namespace */
-		snprintf(path, sizeof(path), "/proc/%s/fd", e->d_name);
-		DIR *fds = opendir(path);
-		struct dirent *f;
-		while (fds && found < 0 && (f = readdir(fds)) != NULL) {
-			char link[128];
-			snprintf(link, sizeof(link), "%s/%s", path, f->d_name);
-			ssize_t n = readlink(link, target, sizeof(target) - 1);
-			if (n > 0 && (target[n] = '\0', strcmp(target, want) == 0))
-				found = (pid_t)pid;
-		}
-		if (fds)
-			closedir(fds);
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
-
 int split_net_launcher_pid(const struct split *s, pid_t *pid, os_error *err)
 {
 	unsigned long inode = 0;
 	ino_t ns_ino;
 	if (netns_inode(s->netns_fd, &ns_ino, err) < 0 || launcher_socket_inode(s, &inode, err) < 0)
 		return -1;
-	*pid = holder_of(ns_ino, inode);
-	if (*pid <= 0)
+	/* The first holder in /proc's order, as before the scan was shared. */
+	_cleanup_procfs_owners_ struct procfs_owners owners = { 0 };
+	if (procfs_socket_owners(ns_ino, inode, 0, &owners, err) < 0)
+		return os_error_prefix(err, "the launcher's socket %lu", inode);
+	if (owners.n == 0)
 		return os_error_set(err, ESRCH,
 				    "no process in the agent namespace holds socket %lu", inode);
+	*pid = owners.pid[0];
 	return 0;
 }

@@ -4,7 +4,6 @@
 #include "identity.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -17,6 +16,7 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "parse.h"
+#include "procfs.h"
 
 #define PROC_NET_CAP (16u << 20) /* /proc/net/tcp of a busy namespace */
 #define PIN_MAX 1024 /* distinct executables pinned per sandbox */
@@ -176,72 +176,8 @@ static int find_socket_inode(struct identity_ctx *ctx, const struct sockaddr *pe
 
 static pid_t read_ppid(pid_t pid)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	_cleanup_free_ char *text = NULL;
-	if (file_read_all(path, 4096, &text, NULL, NULL) < 0)
-		return -1;
-	/* comm may contain spaces and ')': the fields start after the last ')'. */
-	const char *p = strrchr(text, ')');
-	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
-		return -1;
-	p += 4;
-	const char *e = strchr(p, ' ');
-	uint64_t v;
-	if (!e || parse_u64(p, (size_t)(e - p), 0, INT32_MAX, &v, NULL) < 0)
-		return -1;
-	return (pid_t)v;
-}
-
-static bool pid_holds_inode(pid_t pid, const char *want)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-	DIR *d = opendir(path);
-	if (!d)
-		return false;
-	bool found = false;
-	struct dirent *e;
-	while (!found && (e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		char link[64], target[64];
-		snprintf(link, sizeof link, "/proc/%d/fd/%s", (int)pid, e->d_name);
-		ssize_t n = readlink(link, target, sizeof target - 1);
-		if (n > 0) {
-			target[n] = '\0';
-			found = strcmp(target, want) == 0;
-		}
-	}
-	closedir(d);
-	return found;
-}
-
-/* Collects up to cap pids in the sandbox's net namespace holding the inode. */
-static size_t find_owners(struct identity_ctx *ctx, unsigned long inode, pid_t *pids, size_t cap)
-{
-	char want[64];
-	snprintf(want, sizeof want, "socket:[%lu]", inode);
-	DIR *d = opendir("/proc");
-	if (!d)
-		return 0;
-	size_t n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL && n < cap) {
-		uint64_t v;
-		if (parse_u64_str(e->d_name, 1, INT32_MAX, &v, NULL) < 0)
-			continue;
-		if ((pid_t)v == getpid())
-			continue; /* our own fds hold the other end, never the caller */
-		ino_t ns;
-		/* Cheap filter first: most host processes live in another netns. */
-		if (ns_inode((pid_t)v, "net", &ns) < 0 || ns != ctx->netns_ino)
-			continue;
-		if (pid_holds_inode((pid_t)v, want))
-			pids[n++] = (pid_t)v;
-	}
-	closedir(d);
-	return n;
+	struct procfs_stat st;
+	return procfs_stat_read(pid, &st, NULL) < 0 ? -1 : st.ppid;
 }
 
 static int read_exe(pid_t pid, char *out, size_t cap)
@@ -416,8 +352,15 @@ enum identity_failure identity_resolve(struct identity_ctx *ctx, const struct so
 			os_error_set(err, ENOENT, "no socket for this connection in the sandbox");
 		return IDENTITY_NO_SOCKET;
 	}
-	pid_t pids[64];
-	size_t n = find_owners(ctx, inode, pids, ARRAY_SIZE(pids));
+	/* All of them, or none: a list cut short could hide the one that differs.
+	 * Our own fds hold the other end, never the caller. */
+	_cleanup_procfs_owners_ struct procfs_owners owners = { 0 };
+	if (procfs_socket_owners(ctx->netns_ino, inode, getpid(), &owners, err) < 0) {
+		os_error_prefix(err, "owners of socket inode %lu", inode);
+		return IDENTITY_PROC_ERROR;
+	}
+	const pid_t *pids = owners.pid;
+	size_t n = owners.n;
 	if (n == 0) {
 		os_error_set(err, ESRCH, "no process owns socket inode %lu", inode);
 		return IDENTITY_NO_OWNER;

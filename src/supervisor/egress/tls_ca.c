@@ -208,22 +208,26 @@ static X509 *sign_leaf(struct tls_ca *ca, const char *host)
 	return x;
 }
 
-static SSL_CTX *new_server_ctx(struct tls_ca *ca, const char *host)
+/* ALPN is not offered: the proxy speaks HTTP/1.1 to the agent. */
+static SSL_CTX *new_server_ctx(struct tls_ca *ca, const char *host, os_error *err)
 {
+	static const struct tls_server_config cfg = { 0 };
 	X509 *leaf = sign_leaf(ca, host);
-	SSL_CTX *ctx = leaf ? SSL_CTX_new(TLS_server_method()) : NULL;
-	if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-	    SSL_CTX_use_certificate(ctx, leaf) != 1 ||
-	    SSL_CTX_use_PrivateKey(ctx, ca->leaf_key) != 1 ||
-	    SSL_CTX_add1_chain_cert(ctx, ca->ca_cert) != 1) {
+	SSL_CTX *ctx = NULL;
+	if (!leaf) {
+		os_error_set(err, EIO, "minting certificate for %s: %s", host, tls_last_error());
+		return NULL;
+	}
+	if (tls_ctx_new_server(&cfg, &ctx, err) < 0) {
+		os_error_prefix(err, "minting certificate for %s", host);
+	} else if (SSL_CTX_use_certificate(ctx, leaf) != 1 ||
+		   SSL_CTX_use_PrivateKey(ctx, ca->leaf_key) != 1 ||
+		   SSL_CTX_add1_chain_cert(ctx, ca->ca_cert) != 1) {
+		os_error_set(err, EIO, "minting certificate for %s: %s", host, tls_last_error());
 		SSL_CTX_free(ctx);
 		ctx = NULL;
 	}
 	X509_free(leaf);
-	if (ctx) {
-		/* ALPN is not offered: the proxy speaks HTTP/1.1 to the agent. */
-		SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	}
 	return ctx;
 }
 
@@ -244,11 +248,9 @@ SSL_CTX *tls_ca_server_ctx(struct tls_ca *ca, const char *host, os_error *err)
 		if (!e->ctx || (victim->ctx && e->last_use < victim->last_use))
 			victim = e;
 	}
-	SSL_CTX *ctx = new_server_ctx(ca, host);
-	if (!ctx) {
-		os_error_set(err, EIO, "minting certificate for %s: %s", host, tls_last_error());
+	SSL_CTX *ctx = new_server_ctx(ca, host, err);
+	if (!ctx)
 		return NULL;
-	}
 	SSL_CTX_free(victim->ctx);
 	snprintf(victim->host, sizeof victim->host, "%s", host);
 	victim->ctx = ctx;
@@ -259,28 +261,13 @@ SSL_CTX *tls_ca_server_ctx(struct tls_ca *ca, const char *host, os_error *err)
 
 SSL_CTX *tls_client_ctx_new(const char *extra_ca_file, os_error *err)
 {
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-	if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-	    SSL_CTX_set_default_verify_paths(ctx) != 1 ||
-	    (extra_ca_file && SSL_CTX_load_verify_locations(ctx, extra_ca_file, NULL) != 1)) {
-		os_error_set(err, EIO, "creating upstream TLS context: %s", tls_last_error());
-		SSL_CTX_free(ctx);
-		return NULL;
-	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	const struct tls_client_config cfg = {
+		.ca_file = extra_ca_file,
+		.ca_adds_to_system = true,
+		.ca_what = "--upstream-ca",
+	};
+	SSL_CTX *ctx = NULL;
+	if (tls_ctx_new_client(&cfg, &ctx, err) < 0)
+		os_error_prefix(err, "creating upstream TLS context");
 	return ctx;
-}
-
-int tls_client_set_host(SSL *ssl, const char *host, os_error *err)
-{
-	bool ip = strchr(host, ':') != NULL || strspn(host, "0123456789.") == strlen(host);
-	X509_VERIFY_PARAM *p = SSL_get0_param(ssl);
-	int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(p, host)
-		    : (X509_VERIFY_PARAM_set1_host(p, host, 0) &&
-		       SSL_set_tlsext_host_name(ssl, host));
-	if (ok != 1)
-		return os_error_set(err, EINVAL, "setting upstream TLS name %s: %s", host,
-				    tls_last_error());
-	return 0;
 }

@@ -8,6 +8,7 @@
 #include <openssl/ssl.h>
 
 #include "error.h"
+#include "tlsctx.h"
 
 #define TLS_CA_LEAF_CACHE 256 /* server contexts kept (LRU) */
 
@@ -34,9 +35,8 @@ SSL_CTX *tls_ca_server_ctx(struct tls_ca *ca, const char *host, os_error *err);
 /* A client SSL_CTX for upstream connections: TLS 1.2+, peer verification on,
  * trusting the system roots plus extra_ca_file (NULL for none; tests use it
  * for their local CA). Hostname checks are set per connection with
- * tls_client_set_host(). */
+ * tls_client_set_host() (tlsctx.h). */
 SSL_CTX *tls_client_ctx_new(const char *extra_ca_file, os_error *err);
-int tls_client_set_host(SSL *ssl, const char *host, os_error *err);
 
 /* Last OpenSSL error as text, for messages. */
 const char *tls_last_error(void);

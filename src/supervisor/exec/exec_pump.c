@@ -14,14 +14,15 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/pidfd.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "execframe.h"
 #include "fdutil.h"
 #include "launcher_env.h"
+#include "spawn.h"
 
 #define CHUNK 65536
 #define STDIN_PENDING_MAX (1u << 20)
@@ -62,26 +63,26 @@ static void send_frame(struct pump *p, uint8_t type, const void *data, size_t le
 }
 
 __attribute__((noreturn)) static void launcher_child(const struct exec_pump_args *a,
-						     char *const envp[], int in, int out, int err,
-						     int spec_r)
+						     char *const envp[], pid_t parent, int in,
+						     int out, int err, int spec_r)
 {
-	signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive exec */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		_exit(125);
-	if (a->tty && (setsid() < 0))
-		_exit(125);
-	int src[5] = { in, out, err, a->join_pidfd, spec_r }, tmp[5];
-	for (int i = 0; i < 5; i++) /* above the targets first, so no dup2 clobbers a source */
-		if ((tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10)) < 0)
-			_exit(125);
-	for (int i = 0; i < 5; i++)
-		if (dup2(tmp[i], i) < 0) /* 0-2 stdio, 3 EXEC_JOIN_FD, 4 EXEC_SPEC_FD */
-			_exit(125);
-	if (fd_close_from(EXEC_SPEC_FD + 1, NULL, 0, NULL) < 0)
-		_exit(125);
+	/* 0-2 stdio, 3 EXEC_JOIN_FD, 4 EXEC_SPEC_FD */
+	const int fds[] = { in, out, err, a->join_pidfd, spec_r };
 	char *const argv[] = { (char *)a->launcher, "--spec-fd", "4", NULL };
-	execve(a->launcher, argv, envp);
-	_exit(127);
+	const struct spawn_child c = {
+		.path = a->launcher,
+		.argv = argv,
+		.envp = envp,
+		.fds = fds,
+		.n_fds = ARRAY_SIZE(fds),
+		.first_fd = 0,
+		.parent = parent,
+		.new_session = a->tty,
+		.netns_fd = -1,
+	};
+	const char *what = NULL;
+	spawn_child_exec(&c, &what);
+	_exit(what == a->launcher ? 127 : 125); /* 127: execve itself failed */
 }
 
 static void start(struct pump *p, const struct exec_pump_args *a)
@@ -107,11 +108,12 @@ static void start(struct pump *p, const struct exec_pump_args *a)
 	}
 	struct launcher_env env;
 	launcher_env_init(&env);
+	pid_t parent = getpid();
 	p->launcher = fork();
 	if (p->launcher < 0)
 		fail(p, "fork");
 	if (p->launcher == 0)
-		launcher_child(a, env.envp, in[0], out[1], err[1], spec[0]);
+		launcher_child(a, env.envp, parent, in[0], out[1], err[1], spec[0]);
 	close(spec[0]);
 	close(in[0]);
 	if (!a->tty) {

@@ -24,6 +24,7 @@
 #include "json.h"
 #include "log.h"
 #include "parse.h"
+#include "procfs.h"
 #include "session_tls.h"
 
 #define RELAYS_MAX 32
@@ -107,18 +108,8 @@ static int sandbox_init_pidfd(pid_t launcher, os_error *err)
 	int pfd = pidfd_open((pid_t)init, 0);
 	if (pfd < 0)
 		return os_error_errno(err, "pidfd of the sandbox's pid 1");
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)init);
-	_cleanup_free_ char *stat = NULL;
-	const char *rp = NULL;
-	uint64_t ppid = 0;
-	if (file_read_all(path, 4096, &stat, NULL, NULL) == 0)
-		rp = strrchr(stat, ')');
-	if (rp && strlen(rp) > 4) /* ") S PPID ..." */
-		rp += 4;
-	else
-		rp = NULL;
-	if (!rp || parse_u64(rp, strspn(rp, "0123456789"), 1, INT32_MAX, &ppid, NULL) < 0 ||
-	    ppid != (uint64_t)launcher) {
+	struct procfs_stat st;
+	if (procfs_stat_read((pid_t)init, &st, NULL) < 0 || st.ppid != launcher) {
 		close(pfd);
 		return os_error_set(err, ESRCH, "the sandbox's pid 1 went away");
 	}

@@ -3,7 +3,6 @@
  * /proc/PID/exe. Reads only; never signals or otherwise touches the process. */
 #include "sockowner.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <libmnl/libmnl.h>
 #include <linux/inet_diag.h>
@@ -13,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "netns.h"
 #include "parse.h"
+#include "procfs.h"
 
 #define SOCKOWNER_RECV_BUF 32768
 
@@ -125,59 +124,6 @@ static int find_inode(struct sockowner *o, const struct nflog_packet *pkt, uint3
 	return 0;
 }
 
-/* Does /proc/<pid> hold an fd on socket:[inode]? Only processes in our namespace are examined. */
-static bool pid_holds(struct sockowner *o, const char *pid, const char *want)
-{
-	char path[64];
-	struct stat st;
-	if (str_format(path, sizeof(path), NULL, "/proc/%s/ns/net", pid) < 0 ||
-	    stat(path, &st) < 0 || st.st_ino != o->netns_ino)
-		return false;
-	if (str_format(path, sizeof(path), NULL, "/proc/%s/fd", pid) < 0)
-		return false;
-	DIR *d = opendir(path);
-	if (!d)
-		return false;
-	bool found = false;
-	struct dirent *e;
-	while (!found && (e = readdir(d))) {
-		char link[96], target[64];
-		if (e->d_name[0] == '.' ||
-		    str_format(link, sizeof(link), NULL, "%s/%s", path, e->d_name) < 0)
-			continue;
-		ssize_t n = readlink(link, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = '\0';
-		found = strcmp(target, want) == 0;
-	}
-	closedir(d);
-	return found;
-}
-
-static int find_pid(struct sockowner *o, uint32_t inode, pid_t *pid)
-{
-	char want[48];
-	if (str_format(want, sizeof(want), NULL, "socket:[%u]", inode) < 0)
-		return 0;
-	DIR *d = opendir("/proc");
-	if (!d)
-		return 0;
-	int found = 0;
-	struct dirent *e;
-	while (!found && (e = readdir(d))) {
-		uint64_t v;
-		if (parse_u64_str(e->d_name, 1, INT32_MAX, &v, NULL) < 0)
-			continue;
-		if (pid_holds(o, e->d_name, want)) {
-			*pid = (pid_t)v;
-			found = 1;
-		}
-	}
-	closedir(d);
-	return found;
-}
-
 int sockowner_lookup(struct sockowner *o, const struct nflog_packet *pkt, pid_t *pid, char *binary,
 		     size_t cap, os_error *err)
 {
@@ -186,8 +132,13 @@ int sockowner_lookup(struct sockowner *o, const struct nflog_packet *pkt, pid_t 
 	uint32_t inode = 0;
 	if (find_inode(o, pkt, &inode, err) < 0)
 		return -1;
-	if (inode == 0 || !find_pid(o, inode, pid))
+	if (inode == 0)
 		return 0;
+	/* The first holder in /proc's order: a bypass record names one sender. */
+	_cleanup_procfs_owners_ struct procfs_owners owners = { 0 };
+	if (procfs_socket_owners(o->netns_ino, inode, 0, &owners, NULL) < 0 || owners.n == 0)
+		return 0;
+	*pid = owners.pid[0];
 	char path[64];
 	if (str_format(path, sizeof(path), err, "/proc/%d/exe", (int)*pid) < 0)
 		return -1;

@@ -3,81 +3,43 @@
  * connection's failure never shows up in another's SSL_get_error. */
 #include "session_tls.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "loop.h"
-
-/* The newest OpenSSL reason on this thread's queue, which is then emptied. */
-static const char *ssl_reason(char *buf, size_t cap)
-{
-	unsigned long e = ERR_peek_last_error();
-	if (e)
-		ERR_error_string_n(e, buf, cap);
-	else
-		snprintf(buf, cap, "the connection was closed");
-	ERR_clear_error();
-	return buf;
-}
+#include "tlsctx.h"
 
 int session_tls_ctx_new(const char *ca_file, SSL_CTX **out, os_error *err)
 {
-	char why[256];
-	struct stat st;
-	*out = NULL;
-	if (ca_file && stat(ca_file, &st) < 0)
-		return os_error_errno(err, "--gateway-ca %s", ca_file);
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-	if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
-		SSL_CTX_free(ctx);
-		return os_error_set(err, EIO, "creating the TLS context: %s",
-				    ssl_reason(why, sizeof why));
-	}
-	if ((ca_file ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL)
-		     : SSL_CTX_set_default_verify_paths(ctx)) != 1) {
-		SSL_CTX_free(ctx);
-		return os_error_set(err, EINVAL, "--gateway-ca %s: no PEM CA certificate (%s)",
-				    ca_file ? ca_file : "(system trust store)",
-				    ssl_reason(why, sizeof why));
-	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	/* Partial, moving writes: the loop retries from a buffer that shifts.
-	 * No auto-retry: a record without data (a key update) returns to the
-	 * caller's poll instead of blocking the relay in SSL_read. */
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	SSL_CTX_clear_mode(ctx, SSL_MODE_AUTO_RETRY);
-	*out = ctx;
-	return 0;
-}
-
-static bool is_ip_literal(const char *name)
-{
-	unsigned char tmp[sizeof(struct in6_addr)];
-	return inet_pton(AF_INET, name, tmp) == 1 || inet_pton(AF_INET6, name, tmp) == 1;
+	/* The loop retries from a buffer that shifts. No auto-retry: a record
+	 * without data (a key update) returns to the caller's poll instead of
+	 * blocking the relay in SSL_read. */
+	const struct tls_client_config cfg = {
+		.ca_file = ca_file,
+		.ca_what = "--gateway-ca",
+		.loop_io = true,
+		.no_auto_retry = true,
+	};
+	return tls_ctx_new_client(&cfg, out, err);
 }
 
 SSL *session_tls_new(SSL_CTX *ctx, int fd, const char *name, os_error *err)
 {
 	char why[256];
 	SSL *ssl = SSL_new(ctx);
-	bool ok = ssl && SSL_set_fd(ssl, fd) == 1;
-	/* An IP is matched against IP SANs only and is never sent as SNI (RFC 6066). */
-	if (ok && is_ip_literal(name))
-		ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) == 1;
-	else if (ok)
-		ok = SSL_set1_host(ssl, name) == 1 && SSL_set_tlsext_host_name(ssl, name) == 1;
-	if (!ok) {
+	if (!ssl || SSL_set_fd(ssl, fd) != 1) {
 		SSL_free(ssl);
 		os_error_set(err, EINVAL, "TLS to the gateway %s: %s", name,
-			     ssl_reason(why, sizeof why));
+			     tls_reason(why, sizeof why));
+		return NULL;
+	}
+	if (tls_client_set_host(ssl, name, err) < 0) {
+		SSL_free(ssl);
+		os_error_prefix(err, "TLS to the gateway");
 		return NULL;
 	}
 	SSL_set_connect_state(ssl);
@@ -99,13 +61,11 @@ static const char *hint(long verify, const char *reason)
 int session_tls_handshake(SSL *ssl, const char *name, unsigned *want, os_error *err)
 {
 	char why[256];
-	ERR_clear_error();
-	int r = SSL_do_handshake(ssl);
-	if (r == 1)
+	enum tls_step step = tls_handshake_step(ssl);
+	if (step == TLS_STEP_DONE)
 		return 0;
-	int e = SSL_get_error(ssl, r);
-	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-		*want = e == SSL_ERROR_WANT_READ ? LOOP_IN : LOOP_OUT;
+	if (step != TLS_STEP_FAILED) {
+		*want = step == TLS_STEP_WANT_READ ? LOOP_IN : LOOP_OUT;
 		return 1;
 	}
 	long v = SSL_get_verify_result(ssl);
@@ -117,7 +77,7 @@ int session_tls_handshake(SSL *ssl, const char *name, unsigned *want, os_error *
 			     name, X509_verify_cert_error_string(v), hint(v, ""));
 		return -1;
 	}
-	ssl_reason(why, sizeof why);
+	tls_reason(why, sizeof why);
 	os_error_set(err, EPROTO, "TLS handshake with the gateway %s failed: %s%s", name, why,
 		     hint(v, why));
 	return -1;
@@ -141,7 +101,7 @@ static ssize_t ssl_result(SSL *ssl, int r, unsigned *want, const char *what, os_
 		return 0; /* close_notify: a clean end */
 	default:
 		os_error_set(err, EPROTO, "%s the gateway over TLS: %s", what,
-			     ssl_reason(why, sizeof why));
+			     tls_reason(why, sizeof why));
 		errno = EPROTO;
 		return -1;
 	}

@@ -1,0 +1,49 @@
+/* procfs.h - the /proc readers several components share: the fields of
+ * /proc/PID/stat (parsed from the last ')', since comm is the process's own
+ * choice and may hold ')' and spaces), and every process in a network
+ * namespace that holds a given socket. Reads only; never signals a process. */
+#ifndef OS_PROCFS_H
+#define OS_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+/* The /proc/PID/stat fields callers use. */
+struct procfs_stat {
+	char state; /* field 3: R, S, D, Z, T, ... */
+	pid_t ppid; /* field 4; 0 for a process whose parent is outside its pid namespace */
+	uint64_t start_time; /* field 22: clock ticks after boot */
+};
+
+/* Parses the text of a /proc/PID/stat file: the fields start after the
+ * last ')' of the text. -1 (EINVAL) when the text is not in that shape. */
+int procfs_stat_parse(const char *text, size_t len, struct procfs_stat *out, os_error *err);
+
+/* Reads and parses /proc/PID/stat; -1 with errno ENOENT/ESRCH-style codes
+ * when the process is gone. */
+int procfs_stat_read(pid_t pid, struct procfs_stat *out, os_error *err);
+
+/* More owners than this of one socket is an error, never a shorter list: a
+ * caller deciding on "every owner" must not decide on some of them. */
+#define PROCFS_SOCKET_OWNERS_MAX 65536
+
+struct procfs_owners {
+	pid_t *pid; /* in /proc's directory order */
+	size_t n, cap;
+};
+
+/* Every process in the network namespace netns_ino (st_ino of its
+ * /proc/PID/ns/net) with an fd on socket:[inode], except skip (0: none).
+ * 0 with out->n possibly 0; -1 when /proc cannot be read, memory runs out,
+ * or more than PROCFS_SOCKET_OWNERS_MAX processes hold it (E2BIG): callers
+ * treat -1 as "owner unknown" and deny. out is reset first; free it with
+ * procfs_owners_free, also after an error. */
+int procfs_socket_owners(ino_t netns_ino, unsigned long inode, pid_t skip,
+			 struct procfs_owners *out, os_error *err);
+void procfs_owners_free(struct procfs_owners *o);
+#define _cleanup_procfs_owners_ __attribute__((cleanup(procfs_owners_free)))
+
+#endif
