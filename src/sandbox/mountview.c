@@ -113,6 +113,11 @@ static int collect(const struct launch_spec *s, struct view *v, os_error *err)
 	for (size_t i = 0; i < s->n_rw; i++)
 		if (add_policy_path(v, s->rw_paths[i], true, err) < 0)
 			return -1;
+	/* A terminal session's fd 0 is a /dev/pts node (the agent's, or later
+	 * an exec'd command's): ttyname() must find it. Bound as it is;
+	 * opening anything there is still Landlock's call. */
+	if (add_policy_path(v, "/dev/pts", true, err) < 0)
+		return -1;
 	qsort(v->e, v->n, sizeof(*v->e), by_length);
 	return 0;
 }
@@ -123,6 +128,11 @@ static int collect(const struct launch_spec *s, struct view *v, os_error *err)
 static int mount_point(const char *target, bool dir, os_error *err)
 {
 	char parent[PATH_MAX];
+	struct stat st;
+	/* Inside a bound tree it usually exists; never open it (a device
+	 * under a nodev mount would refuse, and opening has effects). */
+	if (lstat(target, &st) == 0)
+		return 0;
 	if (str_copy(parent, sizeof parent, target, err) < 0)
 		return -1;
 	char *slash = strrchr(parent, '/');
@@ -136,11 +146,10 @@ static int mount_point(const char *target, bool dir, os_error *err)
 			return os_error_errno(err, "creating mount point %s", target);
 		return 0;
 	}
-	int fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0 && errno != EEXIST && errno != EROFS)
+	int fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
 		return os_error_errno(err, "creating mount point %s", target);
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	return 0;
 }
 
@@ -199,13 +208,14 @@ static int fresh_mounts(os_error *err)
 	return 0;
 }
 
-/* The working directory exists even when the policy does not name it (an
- * empty, root-owned directory), as it did before there was a view. */
+/* A working directory that exists exists in the view too, even when the
+ * policy does not name it (empty, root-owned), as before there was a view;
+ * a missing one stays missing (step cwd fails). */
 static int cwd_point(const char *cwd, os_error *err)
 {
 	char target[PATH_MAX];
 	struct stat st;
-	if (!cwd || !strcmp(cwd, "/"))
+	if (!cwd || !strcmp(cwd, "/") || stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode))
 		return 0;
 	if (str_format(target, sizeof target, err, "%s%s", VIEW_STAGING, cwd) < 0)
 		return -1;

@@ -160,13 +160,20 @@ def test_exec_fails_with_127_when_missing_and_126_when_not_executable(work):
     assert r.rc == 0 and r.stdout.strip() == "hi", r
 
 
-def test_execution_outside_read_only_is_denied_by_landlock(work):
+# Not in the policy at all: absent from the view (ENOENT, exit 127) with a
+# mount namespace; refused by Landlock (EACCES, exit 126) without one.
+@pytest.mark.parametrize("new_namespaces,rc,refusal",
+                         [(True, 127, errno.ENOENT), (False, 126, errno.EACCES)])
+def test_execution_outside_read_only_is_refused(work, new_namespaces, rc, refusal):
     script = os.path.join(work, "script")
     with open(script, "w") as f:
         f.write("#!/bin/sh\necho hi\n")
     os.chmod(script, 0o755)
-    r = su.run(su.spec([script]))  # work is not in the policy at all
-    assert r.rc == 126 and r.failure["errno"] == errno.EACCES, r
+    r = su.run(su.spec([script], new_namespaces=new_namespaces))
+    assert r.rc == rc and r.failure["errno"] == refusal, r
+    # Positive control: listed read_only, it runs.
+    r = su.run(su.spec([script], read_only=[work], new_namespaces=new_namespaces))
+    assert r.rc == 0 and r.stdout.strip() == "hi", r
 
 
 def test_usage_errors_exit_2():
