@@ -16,11 +16,11 @@ PX_HTTP_PORT=8080
 PX_PIDS=()
 
 px_require() {
-	bench_require_built src/supervisor/proxy/openshell-proxy bench/netbench
+	bench_require_built src/supervisor/egress/openshell-proxy bench/netbench
 	bench_require_cmd ip "$@"
 	[ "$(id -u)" = 0 ] || bench_skip "needs root (network namespace for the upstreams)"
 	NETBENCH=$(realpath "$OPENSHELL_BUILD/bench/netbench")
-	PROXY_BIN=$(realpath "$OPENSHELL_BUILD/src/supervisor/proxy/openshell-proxy")
+	PROXY_BIN=$(realpath "$OPENSHELL_BUILD/src/supervisor/egress/openshell-proxy")
 }
 
 px_cleanup() {

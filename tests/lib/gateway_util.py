@@ -16,10 +16,11 @@ import subprocess
 import tempfile
 import time
 
-BUILD = os.environ.get("OPENSHELL_BUILD", "/work/main/build")
-GATEWAY = os.path.join(BUILD, "src", "gateway", "openshell-gateway")
-CLI = os.path.join(BUILD, "src", "cli", "openshell")
-SUPERVISOR = os.path.join(BUILD, "src", "supervisor", "openshell-supervisor")
+from tests.lib import build
+
+GATEWAY = build.binary("openshell-gateway")
+CLI = build.binary("openshell")
+SUPERVISOR = build.binary("openshell-supervisor")
 
 
 def free_port():

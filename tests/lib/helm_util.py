@@ -4,13 +4,15 @@ objects, extract gateway.toml, and run our own TOML decoder and config
 loader on it. Nothing here talks to anything but the local test apiserver."""
 import json, os, re, shutil, subprocess, tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.lib import build
+from tests.lib.build import REPO
+
 CHART = os.path.join(REPO, "deploy", "helm", "openshell")
 SEED_VALUES = os.path.join(CHART, "ci", "kata-two-classes-values.yaml")
 
 
 def build_dir():
-    return os.environ.get("OPENSHELL_BUILD", os.path.join(REPO, "build"))
+    return build.BUILD
 
 
 def build_binary(rel):
