@@ -201,8 +201,12 @@ class Supervisor:
         self.proc = None
 
     def start(self):
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=self.env)
+        try:
+            self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True, env=self.env)
+        except BaseException:
+            self.stop()  # the audit and policy files are ours to remove
+            raise
         return self
 
     def wait(self, timeout=60):
