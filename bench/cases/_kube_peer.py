@@ -3,11 +3,11 @@
 number of objects as one dedicated-supervisor sandbox (anchor Secret, two
 NetworkPolicies, two Secrets, supervisor Pod, Service, workload Pod) with
 minimal valid bodies over one keep-alive TLS connection, and prints the ms.
-usage: _kube_peer.py KUBECONFIG NAMESPACE ID"""
-import http.client, json, os, sys, time
+usage: _kube_peer.py KUBECONFIG NAMESPACE ID (with the repository root on
+PYTHONPATH, as bench/cases/kube sets it)"""
+import http.client, json, sys, time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
-import kubelib  # noqa: E402
+from tests.lib import kubelib
 
 
 def main():

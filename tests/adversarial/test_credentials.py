@@ -7,7 +7,7 @@ audit log. An upstream echoing the secret back gets it masked before the
 agent sees it."""
 import pytest
 
-from conftest import NET, last
+from tests.lib.adv_util import NET, last
 
 SECRET = "ghp-adversarial-s3cr3t-value"
 PH = "openshell:resolve:env:GITHUB_TOKEN"

@@ -6,7 +6,7 @@ bounded here (1000 processes): the sandbox sets no process limit, which the
 README lists as not prevented."""
 import pytest
 
-from conftest import NET
+from tests.lib.adv_util import NET
 
 POLICY = f"""  web:
     endpoints:

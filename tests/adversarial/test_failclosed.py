@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from adv_util import AdvSandbox
-from conftest import NET
+from tests.lib.adv_util import AdvSandbox
+from tests.lib.adv_util import NET
 
 POLICY = f"""  web:
     endpoints:

@@ -10,10 +10,10 @@ import subprocess
 
 import pytest
 
-from gateway_util import CLI, GATEWAY, SUPERVISOR, Gateway
+from tests.lib import build
+from tests.lib.gateway_util import CLI, Gateway
 
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (CLI, GATEWAY, SUPERVISOR)), reason="binaries not built")
+pytestmark = build.needs("openshell", "openshell-gateway", "openshell-supervisor")
 
 PROBE = r'''
 import errno, json, os, socket, sys

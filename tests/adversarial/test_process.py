@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import NET
+from tests.lib.adv_util import NET
 
 POLICY = f"""  web:
     endpoints:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import NET, last
+from tests.lib.adv_util import NET, last
 
 POLICY = f"""  web:
     endpoints:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import NET, last
+from tests.lib.adv_util import NET, last
 
 POLICY = f"""  web:
     endpoints:

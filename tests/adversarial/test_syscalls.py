@@ -10,8 +10,8 @@ import tempfile
 
 import pytest
 
-from adv_util import AGENT, PROBE_BIN, PYTHON
-from conftest import NET
+from tests.lib.adv_util import AGENT, PROBE_BIN, PYTHON
+from tests.lib.adv_util import NET
 
 POLICY = f"""  web:
     endpoints:

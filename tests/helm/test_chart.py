@@ -3,13 +3,12 @@
 # the rendered gateway.toml (read back by our own TOML parser and config
 # loader), values schema, server-side dry-run of every object, Pod Security
 # of the gateway Pod, and the reach of its RBAC (by impersonation).
-import json, os, sys, tomllib, uuid
+import json, os, tomllib, uuid
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import helm_util as hu  # noqa: E402
-from kubelib import ApiError  # noqa: E402
+from tests.lib import helm_util as hu
+from tests.lib.kubelib import ApiError
 
 TWO_CLASSES = {"server": {"topology": "dedicated-supervisor",
                           "defaultRuntimeClassName": "kata-workload",

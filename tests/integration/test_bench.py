@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.lib import build
+
+ROOT = Path(build.REPO)
 RUN = ROOT / "bench" / "run"
 LIB = ROOT / "bench" / "lib.sh"
 

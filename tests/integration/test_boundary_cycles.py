@@ -10,10 +10,11 @@ import time
 
 import pytest
 
-from boundary_util import BENCH, PROBE, Supervisor, our_links
+from tests.lib import build
+from tests.lib.boundary_util import BENCH, PROBE, Supervisor, our_links
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(BENCH),
-                                reason="needs root and boundary-bench")
+pytestmark = [build.needs("boundary-bench"),
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")]
 
 
 def nsfs_mounts():

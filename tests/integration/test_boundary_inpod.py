@@ -10,13 +10,12 @@ import time
 
 import pytest
 
-from boundary_util import (CANARY_TCP_PORT, CANARY_UDP_PORT, LAUNCHER, PROBE, SUPERVISOR,
-                           Canary, Supervisor, in_netns, our_links, probe_in_netns,
-                           sandbox_links)
+from tests.lib import build
+from tests.lib.boundary_util import (CANARY_TCP_PORT, CANARY_UDP_PORT, PROBE, Canary, Supervisor,
+                                     in_netns, our_links, probe_in_netns, sandbox_links)
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not os.path.exists(SUPERVISOR) or not os.path.exists(LAUNCHER),
-    reason="needs root and built openshell-supervisor / openshell-sandbox")
+pytestmark = [build.needs("openshell-supervisor", "openshell-sandbox"),
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")]
 
 AGENT_UID = 65534
 

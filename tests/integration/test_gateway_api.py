@@ -8,10 +8,10 @@ import stat
 
 import pytest
 
-from gateway_util import GATEWAY, SUPERVISOR, Gateway, supervisors_for
+from tests.lib import build
+from tests.lib.gateway_util import Gateway, supervisors_for
 
-pytestmark = pytest.mark.skipif(not (os.path.exists(GATEWAY) and os.path.exists(SUPERVISOR)),
-                                reason="gateway/supervisor not built")
+pytestmark = build.needs("openshell-gateway", "openshell-supervisor")
 
 SECRET = "s3cr3t-VALUE-7f1c9a2e55d0"
 
@@ -188,7 +188,7 @@ def test_delete_stops_the_supervisor_and_removes_the_directory(gw):
     assert supervisors_for(sid)
     st, body = gw.request("DELETE", "/v1/sandboxes/del")
     assert st == 202 and body["phase"] == "Deleting"
-    from gateway_util import wait_for
+    from tests.lib.gateway_util import wait_for
     wait_for(lambda: gw.sandbox("del") is None, 30, what="sandbox gone")
     assert not supervisors_for(sid)
     assert not os.path.exists(gw.sandbox_dir(sid))

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from gateway_util import CLI, GATEWAY, SUPERVISOR, Gateway, supervisors_for, wait_for
+from tests.lib import build
+from tests.lib.gateway_util import Gateway, supervisors_for, wait_for
 
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (CLI, GATEWAY, SUPERVISOR)), reason="binaries not built")
+pytestmark = build.needs("openshell", "openshell-gateway", "openshell-supervisor")
 
 POLICY_V1 = "version: 1\n"
 POLICY_V2 = """version: 1

@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from gateway_util import CLI, GATEWAY, SUPERVISOR, Gateway, wait_for
+from tests.lib import build
+from tests.lib.gateway_util import CLI, Gateway, wait_for
 
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (CLI, GATEWAY, SUPERVISOR)), reason="binaries not built")
+pytestmark = build.needs("openshell", "openshell-gateway", "openshell-supervisor")
 
 WORKSPACE_POLICY = """version: 1
 filesystem_policy:
@@ -245,7 +245,7 @@ def test_a_running_exec_holds_none_of_the_supervisors_descriptors(gw):
     """The relay is forked from the supervisor: it must shed the proxy's
     sockets, the audit log, the session and the event loop, keeping only
     its own connection to the gateway and the command's stdio."""
-    from gateway_util import supervisors_for
+    from tests.lib.gateway_util import supervisors_for
     holder = subprocess.Popen([CLI, "sandbox", "exec", "box", "--", "/bin/sleep", "633.5"],
                               env=gw.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

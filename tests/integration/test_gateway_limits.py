@@ -2,15 +2,14 @@
 max_processes reaches every sandbox as its pids cgroup limit (an rlimit where
 no controller is mounted): a fork loop stops there; without it the same loop
 runs to the end."""
-import os
 
 import pytest
 
-from gateway_util import CLI, GATEWAY, SUPERVISOR, Gateway
+from tests.lib import build
+from tests.lib.gateway_util import Gateway
 from test_supervisor_limits import FORK
 
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (CLI, GATEWAY, SUPERVISOR)), reason="binaries not built")
+pytestmark = build.needs("openshell", "openshell-gateway", "openshell-supervisor")
 
 POLICY = """version: 1
 filesystem_policy:

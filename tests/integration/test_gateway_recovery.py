@@ -17,10 +17,10 @@ import subprocess
 
 import pytest
 
-from gateway_util import GATEWAY, SUPERVISOR, Gateway, osb_links, supervisors_for, wait_for
+from tests.lib import build
+from tests.lib.gateway_util import Gateway, osb_links, supervisors_for, wait_for
 
-pytestmark = pytest.mark.skipif(not (os.path.exists(GATEWAY) and os.path.exists(SUPERVISOR)),
-                                reason="gateway/supervisor not built")
+pytestmark = build.needs("openshell-gateway", "openshell-supervisor")
 
 
 @pytest.fixture

@@ -20,12 +20,12 @@ import warnings
 
 import pytest
 
-from gateway_util import CLI, GATEWAY, SUPERVISOR, Gateway, free_port
-from tls_util import (CLIENT_EXT, SERVER_EXT, client_ctx, make_pki, remove_pki, tls_env,
+from tests.lib import build
+from tests.lib.gateway_util import CLI, GATEWAY, Gateway, free_port
+from tests.lib.tls_util import (CLIENT_EXT, SERVER_EXT, client_ctx, make_pki, remove_pki, tls_env,
                       tls_gateway_env)
 
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (CLI, GATEWAY, SUPERVISOR)), reason="binaries not built")
+pytestmark = build.needs("openshell", "openshell-gateway", "openshell-supervisor")
 
 EXEC_POLICY = """version: 1
 filesystem_policy:

@@ -3,7 +3,6 @@
 every change as it is stored, deletions included; a name filter narrows it."""
 
 import json
-import os
 import queue
 import socket
 import subprocess
@@ -11,10 +10,10 @@ import threading
 
 import pytest
 
-from gateway_util import CLI, GATEWAY, SUPERVISOR, Gateway, wait_for
+from tests.lib import build
+from tests.lib.gateway_util import CLI, Gateway, wait_for
 
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (CLI, GATEWAY, SUPERVISOR)), reason="binaries not built")
+pytestmark = build.needs("openshell", "openshell-gateway", "openshell-supervisor")
 
 
 @pytest.fixture

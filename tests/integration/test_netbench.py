@@ -2,18 +2,17 @@
 exactly what the benchmark figures assume (N bytes then close; one keep-alive
 answer per GET), and its clients must refuse what would leave the machine
 (names are only ever handed to a proxy). Loopback only."""
-import os
 import socket
 import subprocess
 import time
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.environ.get("OPENSHELL_BUILD", os.path.join(HERE, "..", "..", "build"))
-NETBENCH = os.path.join(BUILD, "bench", "netbench")
+from tests.lib import build
 
-pytestmark = pytest.mark.skipif(not os.path.exists(NETBENCH), reason="netbench not built")
+NETBENCH = build.binary("netbench")
+
+pytestmark = build.needs("netbench")
 
 
 def free_port():

@@ -1,18 +1,17 @@
 """`openshell policy validate FILE...`: `FILE: ok` on stdout for valid files,
 every error (FILE:LINE:COL: key.path: ...) on stderr for invalid ones, exit 0/1."""
-import os
 import pathlib
 import subprocess
 
-import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BUILD = pathlib.Path(os.environ.get("OPENSHELL_BUILD", ROOT / "build"))
-CLI = BUILD / "src" / "cli" / "openshell"
+from tests.lib import build
+
+ROOT = pathlib.Path(build.REPO)
+CLI = pathlib.Path(build.binary("openshell"))
 EXAMPLES = sorted((ROOT / "examples" / "policies").glob("*.yaml"))
 MALFORMED = ROOT / "tests" / "unit" / "policy-malformed"
 
-pytestmark = pytest.mark.skipif(not CLI.exists(), reason=f"{CLI} not built")
+pytestmark = build.needs("openshell")
 
 
 def run(*args):

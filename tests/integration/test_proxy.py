@@ -11,7 +11,10 @@ import time
 
 import pytest
 
-from proxy_util import UPSTREAM_IP, Proxy, Upstream
+from tests.lib import build
+from tests.lib.proxy_util import UPSTREAM_IP, Proxy, Upstream
+
+pytestmark = build.needs("openshell-proxy")
 
 NET = '["198.51.100.0/24"]'
 POLICY = f"""

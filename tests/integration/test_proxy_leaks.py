@@ -10,12 +10,14 @@ import subprocess
 
 import pytest
 
-import proxy_util
-from proxy_util import Proxy, Upstream
+from tests.lib import build, proxy_util
+from tests.lib.proxy_util import Proxy, Upstream
 from test_proxy import POLICY, SECRET
 
-SAN_BIN = os.path.join(os.path.dirname(proxy_util.BUILD.rstrip("/")), "build-san", "src",
-                       "supervisor", "egress", "openshell-proxy")
+pytestmark = build.needs("openshell-proxy")
+
+SAN_BIN = build.binary("openshell-proxy",
+                       os.path.join(os.path.dirname(build.BUILD.rstrip("/")), "build-san"))
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,10 @@ import os
 
 import pytest
 
-import sandbox_util as su
+from tests.lib import build
+from tests.lib import sandbox_util as su
+
+pytestmark = build.needs("openshell-sandbox", "sandbox-probe", "sandbox-deny")
 
 ENOSYS = str(errno.ENOSYS)
 

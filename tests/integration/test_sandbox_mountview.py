@@ -10,7 +10,10 @@ import os
 
 import pytest
 
-import sandbox_util as su
+from tests.lib import build
+from tests.lib import sandbox_util as su
+
+pytestmark = build.needs("openshell-sandbox", "sandbox-probe")
 
 META = ["chmod", "utime", "setxattr", "chown", "truncate"]
 

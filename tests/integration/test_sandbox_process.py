@@ -15,7 +15,10 @@ import time
 
 import pytest
 
-import sandbox_util as su
+from tests.lib import build
+from tests.lib import sandbox_util as su
+
+pytestmark = build.needs("openshell-sandbox", "sandbox-probe", "sandbox-deny")
 
 
 def drop_to_agent_uid():

@@ -8,7 +8,10 @@ import subprocess
 
 import pytest
 
-import sandbox_util as su
+from tests.lib import build
+from tests.lib import sandbox_util as su
+
+pytestmark = build.needs("openshell-sandbox", "sandbox-probe", "sandbox-deny")
 
 DENIED = [
     "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",

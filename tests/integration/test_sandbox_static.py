@@ -9,15 +9,16 @@ import subprocess
 
 import pytest
 
-import sandbox_util as su
-from sanitizer_util import skip_if_sanitized
+from tests.lib import build, sandbox_util as su
+from tests.lib.sanitizer_util import skip_if_sanitized
 
 BUSYBOX = "/bin/busybox"
 
 # Every test here runs the static launcher or checks that it is static.
-pytestmark = skip_if_sanitized("the launcher is linked dynamically against the sanitizer "
-                               "runtimes, so it is not static and a busybox-only image "
-                               "cannot run it")
+pytestmark = [build.needs("openshell-sandbox", "sandbox-probe"),
+              skip_if_sanitized("the launcher is linked dynamically against the sanitizer "
+                                "runtimes, so it is not static and a busybox-only image "
+                                "cannot run it")]
 
 
 def test_launcher_has_no_dynamic_dependencies():

@@ -11,7 +11,10 @@ import time
 
 import pytest
 
-import sandbox_util as su
+from tests.lib import build
+from tests.lib import sandbox_util as su
+
+pytestmark = build.needs("openshell-sandbox", "sandbox-probe", "sandbox-deny")
 
 @pytest.fixture
 def work():

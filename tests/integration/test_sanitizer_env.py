@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-import sanitizer_util
-from boundary_util import LAUNCHER, SUPERVISOR, Supervisor
+from tests.lib import build
+from tests.lib import sanitizer_util
+from tests.lib.boundary_util import Supervisor
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not all(os.path.exists(p) for p in (SUPERVISOR, LAUNCHER)),
-    reason="needs root and built binaries")
+pytestmark = [build.needs("openshell-supervisor", "openshell-sandbox"),
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")]
 
 NAMES = ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
 

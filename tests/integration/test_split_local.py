@@ -13,13 +13,13 @@ import threading
 
 import pytest
 
-from proxy_util import UPSTREAM_IP, Upstream
-from split_util import (EXIT, LAUNCHED, LAUNCHER, PROBE, REPORT, SPEC, STATUS, SUPERVISOR,
-                        FakeSupervisor, SplitSupervisor, free_port, workdir, write_key)
+from tests.lib import build
+from tests.lib.proxy_util import UPSTREAM_IP, Upstream
+from tests.lib.split_util import (EXIT, LAUNCHED, LAUNCHER, PROBE, REPORT, SPEC, STATUS,
+                                  FakeSupervisor, SplitSupervisor, free_port, workdir, write_key)
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not os.path.exists(SUPERVISOR) or not os.path.exists(LAUNCHER),
-    reason="needs root and built openshell-supervisor / openshell-sandbox")
+pytestmark = [build.needs("openshell-supervisor", "openshell-sandbox"),
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")]
 
 PLAIN_POLICY = """version: 1
 filesystem_policy:

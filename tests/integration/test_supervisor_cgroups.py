@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from boundary_util import BOUNDARY_POLICY
+from tests.lib.boundary_util import BOUNDARY_POLICY
 from test_supervisor_limits import (FALLBACK, cgroup_layout, fork_script, sandbox_cgroup_dirs,
                                     started, supervise, supervisor_argv)
 

@@ -10,8 +10,11 @@ import shlex
 import subprocess
 import tempfile
 
-from boundary_util import BOUNDARY_POLICY, LAUNCHER, SUPERVISOR
-from sanitizer_util import skip_if_sanitized
+from tests.lib import build
+from tests.lib.boundary_util import BOUNDARY_POLICY, LAUNCHER, SUPERVISOR
+from tests.lib.sanitizer_util import skip_if_sanitized
+
+pytestmark = build.needs("openshell-supervisor", "openshell-sandbox")
 
 def fork_script(n):
     """An agent that forks n sleepers, reporting how many started and the

@@ -22,12 +22,12 @@ import time
 
 import pytest
 
-from gateway_util import CLI, GATEWAY, SUPERVISOR, Gateway, supervisors_for, wait_for
-from tls_util import (CLIENT_EXT, SERVER_EXT, client_ctx, make_pki, remove_pki, tls_env,
+from tests.lib import build
+from tests.lib.gateway_util import CLI, SUPERVISOR, Gateway, supervisors_for, wait_for
+from tests.lib.tls_util import (CLIENT_EXT, SERVER_EXT, client_ctx, make_pki, remove_pki, tls_env,
                       tls_gateway_env)
 
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (CLI, GATEWAY, SUPERVISOR)), reason="binaries not built")
+pytestmark = build.needs("openshell", "openshell-gateway", "openshell-supervisor")
 
 POLICY = """version: 1
 filesystem_policy:

@@ -3,7 +3,7 @@
 # errors (403 RBAC, 401, 422 validation) reaching the CLI readably.
 import base64, json, os, subprocess, urllib.parse
 
-from driver_util import Driver, drv, ns, poll, uid  # noqa: F401
+from tests.lib.driver_util import poll, uid
 
 
 def env_dir(kube):

@@ -3,7 +3,7 @@
 # removes objects of sandboxes nobody knows, and finishes provisioning.
 import os
 
-from driver_util import drv, exists, mark_ready, ns, poll  # noqa: F401
+from tests.lib.driver_util import exists, mark_ready, poll
 
 
 def running(kube, drv, sid):

@@ -3,8 +3,7 @@
 # with its RuntimeClass admission, reading the Pods back from the API.
 import json, threading
 
-from driver_util import (drv, ns, make_runtime_class, mark_ready, poll, uid,  # noqa: F401
-                         warn_event)
+from tests.lib.driver_util import make_runtime_class, mark_ready, poll, uid, warn_event
 
 
 def classes(kube, prefix):

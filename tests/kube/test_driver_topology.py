@@ -3,7 +3,7 @@
 # long-lived objects, start recreates the Pods, delete leaves nothing).
 import base64, os
 
-from driver_util import (KINDS, drv, ns, mark_ready, poll, rv, uid)  # noqa: F401
+from tests.lib.driver_util import mark_ready, poll, rv
 
 
 def env_of(container):
@@ -141,7 +141,7 @@ def test_combined_objects(kube, drv):
 
 
 def test_restricted_namespace_admits_workload_refuses_combined(kube, tmp_path):
-    from driver_util import Driver
+    from tests.lib.driver_util import Driver
     rns = kube.client.create_namespace("restricted", {"pod-security.kubernetes.io/enforce": "restricted"})
     d = Driver(kube, tmp_path, rns)
     r = d.create("r1")
@@ -213,7 +213,7 @@ network_policies:
 
 
 def test_get_shows_pods_events_and_conditions(kube, drv):
-    from driver_util import warn_event
+    from tests.lib.driver_util import warn_event
     assert drv.create("ev1").rc == 0
     warn_event(kube, drv.ns, "os-ev1-supervisor", "FailedCreatePodSandBox", "handler kata failed")
     got = drv.run("get", "ev1")

@@ -3,75 +3,12 @@
 # -> the kubernetes driver -> Pods, and `openshell sandbox get` showing each
 # Pod's name, phase and runtimeClassName (KUBERNETES.md criteria 1-5 through
 # the gateway and CLI). The kubelet is played by writing Pod status.
-import base64, os, sys, threading
+import base64, threading
 
-import pytest
-
-from driver_util import (KINDS, LABEL_ID, exists, make_runtime_class, mark_ready, ns,  # noqa: F401
-                         poll, uid, warn_event)
-from gateway_kube_util import KubeGateway, play_supervisor, secret_of, stop_played
-from gateway_util import free_port
-
-
-@pytest.fixture
-def gateways():
-    made = []
-    yield made
-    for g in made:
-        stop_played(g)
-        if g.proc and g.proc.poll() is None and g.healthy():
-            for s in (g.request("GET", "/v1/sandboxes")[1] or {}).get("sandboxes", []):
-                g.request("DELETE", f"/v1/sandboxes/{s['name']}")
-        g.cleanup()
-
-
-def start_gateway(kube, ns, gateways, **settings):
-    g = KubeGateway(kube, ns, **settings)
-    gateways.append(g)
-    return g.start()
-
-
-def pods_of(kube, ns, sid):
-    items = kube.client.list(KINDS["Pod"].format(ns=ns), labelSelector=f"{LABEL_ID}={sid}")["items"]
-    return {p["metadata"]["labels"]["openshell.ai/component"]: p for p in items}
-
-
-def objects_of(kube, ns, sid):
-    return {k: kube.client.list(p.format(ns=ns), labelSelector=f"{LABEL_ID}={sid}")["items"]
-            for k, p in KINDS.items()}
-
-
-def cli_bg(g, *args):
-    """Runs a CLI command that waits (create/start) in a thread; .result() joins."""
-    box = {}
-    t = threading.Thread(target=lambda: box.setdefault("r", g.cli(*args, timeout=150)))
-    t.start()
-
-    class H:
-        def result(self):
-            t.join(160)
-            assert not t.is_alive(), "CLI did not finish"
-            return box["r"]
-    return H()
-
-
-def create_ready(kube, g, name, *flags):
-    """CLI create (detached); plays the kubelet for the supervisor; returns the row."""
-    h = cli_bg(g, "sandbox", "create", "--name", name, "--detach", *flags)
-    row = poll(lambda: g.sandbox(name), 30, f"sandbox {name} recorded")
-    sup = poll(lambda: pods_of(kube, g.ns, row["id"]).get("supervisor"), 30,
-               "supervisor Pod created")
-    wl = poll(lambda: pods_of(kube, g.ns, row["id"]).get("workload"), 30, "workload Pod created")
-    assert wl["spec"].get("schedulingGates"), "workload gated until its supervisor is Ready"
-    mark_ready(kube, g.ns, sup["metadata"]["name"])
-    # A supervisor that dials the gateway must hold its session before Ready.
-    c = sup["spec"]["containers"][0]
-    if "--gateway" in c["command"]:
-        endpoint = {e["name"]: e.get("value") for e in c["env"]}["OPENSHELL_GATEWAY_ENDPOINT"]
-        play_supervisor(g, row["id"], secret_of(kube, g.ns, row["id"]), endpoint)
-    r = h.result()
-    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr, g.log_text()[-3000:])
-    return g.sandbox(name)
+from tests.lib.driver_util import KINDS, exists, make_runtime_class, mark_ready, poll, uid, warn_event
+from tests.lib.gateway_kube_util import (ENDPOINT_POLICY, KubeGateway, cli_bg, create_ready,
+                                         objects_of, pods_of, start_gateway)
+from tests.lib.gateway_util import free_port
 
 
 def classes(kube, prefix):
@@ -277,9 +214,7 @@ def test_kubelet_cannot_run_supervisor_class_get_shows_why(kube, ns, gateways):
 def test_helm_rendered_config_serves_the_kubernetes_driver(kube, ns, gateways):
     """The chart's gateway.toml (default_driver = "kubernetes") as the gateway
     reads it; --state-dir/--listen on the command line win over the file."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                    "helm"))
-    import helm_util as hu
+    from tests.lib import helm_util as hu
     wclass = make_runtime_class(kube, f"g8-wl-{uid()}")
     sclass = f"g8-sup-{uid()}"  # created below: missing at startup
     helm = hu.Helm(kube)
@@ -316,15 +251,6 @@ network_policies:
     binaries:
       - path: /usr/bin/curl
 """
-ENDPOINT_POLICY = """version: 1
-network_policies:
-  github:
-    endpoints:
-      - host: api.github.com
-        port: 443
-"""
-
-
 def test_image_and_policy_reach_the_cluster(kube, ns, gateways, tmp_path):
     g = start_gateway(kube, ns, gateways)
     pol = tmp_path / "binaries.yaml"

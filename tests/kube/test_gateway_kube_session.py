@@ -6,19 +6,10 @@
 # process is played by the real openshell-supervisor, started with exactly
 # the flags, policy and token the cluster holds (the test apiserver has no
 # kubelet to run it).
-import os
-import sys
-
-import pytest
-
-from driver_util import mark_ready, ns, poll  # noqa: F401
-from gateway_kube_util import play_supervisor, secret_of
-from test_gateway_kube import (ENDPOINT_POLICY, cli_bg, create_ready, gateways,  # noqa: F401
-                               pods_of, start_gateway)
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
-from gateway_util import free_port, supervisors_for  # noqa: E402
+from tests.lib.driver_util import mark_ready, poll
+from tests.lib.gateway_kube_util import (ENDPOINT_POLICY, cli_bg, create_ready, play_supervisor,
+                                         pods_of, secret_of, start_gateway)
+from tests.lib.gateway_util import free_port, supervisors_for
 
 NEW_POLICY = ENDPOINT_POLICY.replace("api.github.com", "api.example.test")
 

@@ -5,7 +5,7 @@ import http.client, json, ssl, time, urllib.parse, urllib.request, uuid
 
 import pytest
 
-from kubelib import ApiError
+from tests.lib.kubelib import ApiError
 
 IMAGE = "registry.invalid/agent:1"  # never pulled: there is no kubelet
 

@@ -256,8 +256,12 @@ static bool hosts_lists(const char *name)
 	while (f && !found && fgets(line, sizeof line, f)) {
 		if (line[0] == '#')
 			continue;
-		for (char *t = strtok(line, " \t\n"); t && !found; t = strtok(NULL, " \t\n"))
-			found = strcmp(t, name) == 0;
+		for (const char *t = line + strspn(line, " \t\n"); *t && !found;) {
+			size_t n = strcspn(t, " \t\n");
+			found = n == strlen(name) && !strncmp(t, name, n);
+			t += n;
+			t += strspn(t, " \t\n");
+		}
 	}
 	if (f)
 		fclose(f);

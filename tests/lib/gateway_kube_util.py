@@ -2,12 +2,11 @@
 default_driver = "kubernetes" against the kube fixture's apiserver, driven by
 the real `openshell` CLI. Reuses tests/integration/gateway_util.Gateway for
 process handling and driver_util for cluster helpers; nothing is mocked."""
-import json, os, subprocess, sys
+import json, os, subprocess, threading
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
-import gateway_util  # noqa: E402
-from driver_util import AGENT_IMAGE, SUP_IMAGE, ensure_default_sa, toml_value, uid  # noqa: E402
+from tests.lib import gateway_util
+from tests.lib.driver_util import (AGENT_IMAGE, KINDS, LABEL_ID, SUP_IMAGE, ensure_default_sa, mark_ready,
+                                   poll, toml_value, uid)
 
 
 class KubeGateway(gateway_util.Gateway):
@@ -63,7 +62,7 @@ def play_supervisor(g, sid, sec, endpoint):
     """The supervisor Pod's process (the test apiserver has no kubelet), run
     here with exactly the policy and token its Secret holds; recorded on g so
     the test's teardown stops it."""
-    from sandbox_util import LAUNCHER
+    from tests.lib.sandbox_util import LAUNCHER
     d = os.path.join(g.state_dir, f"played-{sid}")
     os.makedirs(d, exist_ok=True)
     tok, pol = os.path.join(d, "token"), os.path.join(d, "policy.yaml")
@@ -96,4 +95,64 @@ def wait_for(pred, timeout=30, what="condition"):
     return gateway_util.wait_for(pred, timeout, step=0.2, what=what)
 
 
-__all__ = ["KubeGateway", "wait_for", "uid", "secret_of", "play_supervisor", "stop_played"]
+__all__ = ["KubeGateway", "wait_for", "uid", "secret_of", "play_supervisor", "stop_played",
+           "ENDPOINT_POLICY", "start_gateway", "pods_of", "cli_bg", "create_ready"]
+
+
+# Shared by test_gateway_kube.py and test_gateway_kube_session.py.
+ENDPOINT_POLICY = """version: 1
+network_policies:
+  github:
+    endpoints:
+      - host: api.github.com
+        port: 443
+"""
+
+
+def start_gateway(kube, ns, gateways, **settings):
+    g = KubeGateway(kube, ns, **settings)
+    gateways.append(g)
+    return g.start()
+
+
+def pods_of(kube, ns, sid):
+    items = kube.client.list(KINDS["Pod"].format(ns=ns), labelSelector=f"{LABEL_ID}={sid}")["items"]
+    return {p["metadata"]["labels"]["openshell.ai/component"]: p for p in items}
+
+
+def objects_of(kube, ns, sid):
+    return {k: kube.client.list(p.format(ns=ns), labelSelector=f"{LABEL_ID}={sid}")["items"]
+            for k, p in KINDS.items()}
+
+
+def cli_bg(g, *args):
+    """Runs a CLI command that waits (create/start) in a thread; .result() joins."""
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("r", g.cli(*args, timeout=150)))
+    t.start()
+
+    class H:
+        def result(self):
+            t.join(160)
+            assert not t.is_alive(), "CLI did not finish"
+            return box["r"]
+    return H()
+
+
+def create_ready(kube, g, name, *flags):
+    """CLI create (detached); plays the kubelet for the supervisor; returns the row."""
+    h = cli_bg(g, "sandbox", "create", "--name", name, "--detach", *flags)
+    row = poll(lambda: g.sandbox(name), 30, f"sandbox {name} recorded")
+    sup = poll(lambda: pods_of(kube, g.ns, row["id"]).get("supervisor"), 30,
+               "supervisor Pod created")
+    wl = poll(lambda: pods_of(kube, g.ns, row["id"]).get("workload"), 30, "workload Pod created")
+    assert wl["spec"].get("schedulingGates"), "workload gated until its supervisor is Ready"
+    mark_ready(kube, g.ns, sup["metadata"]["name"])
+    # A supervisor that dials the gateway must hold its session before Ready.
+    c = sup["spec"]["containers"][0]
+    if "--gateway" in c["command"]:
+        endpoint = {e["name"]: e.get("value") for e in c["env"]}["OPENSHELL_GATEWAY_ENDPOINT"]
+        play_supervisor(g, row["id"], secret_of(kube, g.ns, row["id"]), endpoint)
+    r = h.result()
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr, g.log_text()[-3000:])
+    return g.sandbox(name)

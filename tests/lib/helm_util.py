@@ -4,17 +4,21 @@ objects, extract gateway.toml, and run our own TOML decoder and config
 loader on it. Nothing here talks to anything but the local test apiserver."""
 import json, os, re, shutil, subprocess, tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.lib import build
+from tests.lib.build import REPO
+
 CHART = os.path.join(REPO, "deploy", "helm", "openshell")
 SEED_VALUES = os.path.join(CHART, "ci", "kata-two-classes-values.yaml")
 
 
 def build_dir():
-    return os.environ.get("OPENSHELL_BUILD", os.path.join(REPO, "build"))
+    return build.BUILD
 
 
-def build_binary(rel):
-    path = os.path.join(build_dir(), rel)
+def build_binary(name):
+    """A binary of ours by its name in tests/lib/build.py; missing, it fails
+    the test (never a skip)."""
+    path = build.binary(name)
     if not os.access(path, os.X_OK):
         raise AssertionError(f"{path} is missing: build first (OPENSHELL_BUILD={build_dir()})")
     return path
@@ -108,7 +112,7 @@ def _untag(v):
 
 def toml_decode(text):
     """Decode with our own TOML parser (tools/toml-decoder)."""
-    r = subprocess.run([build_binary("tools/toml-decoder/toml-decoder")], input=text.encode(),
+    r = subprocess.run([build_binary("toml-decoder")], input=text.encode(),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
     assert r.returncode == 0, f"toml-decoder rejected:\n{text}\n{r.stderr.decode()}"
     return _untag(json.loads(r.stdout))
@@ -125,7 +129,7 @@ def check_config(toml_text, kubeconfig):
         f.write(toml_text)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENSHELL_")}
     try:
-        r = subprocess.run([build_binary("src/drivers/openshell-k8s-driver"), "--config", path,
+        r = subprocess.run([build_binary("openshell-k8s-driver"), "--config", path,
                             "--kubeconfig", kubeconfig, "--call-timeout", "20", "check-config"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                            timeout=60)

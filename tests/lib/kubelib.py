@@ -3,7 +3,8 @@ tools/kube-testenv: start/stop the environment (once per process, shared by
 the kube and helm layers) and a small client-cert REST client, KubeClient."""
 import base64, http.client, json, os, ssl, subprocess, sys, tempfile, threading, urllib.parse, uuid
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.lib.build import REPO
+
 TESTENV = os.path.join(REPO, "tools", "kube-testenv", "kube-testenv")
 
 

@@ -15,9 +15,10 @@ import subprocess
 import tempfile
 import time
 
-BUILD = os.environ.get("OPENSHELL_BUILD", "/work/main/build")
-SUPERVISOR = os.path.join(BUILD, "src", "supervisor", "openshell-supervisor")
-LAUNCHER = os.path.join(BUILD, "src", "sandbox", "openshell-sandbox")
+from tests.lib import build
+
+SUPERVISOR = build.binary("openshell-supervisor")
+LAUNCHER = build.binary("openshell-sandbox")
 NOBODY = 65534
 # setpriv: drop to nobody, no supplementary groups, empty bounding and
 # inheritable sets, so the launcher holds no capability at all.

@@ -9,13 +9,12 @@ import shutil
 import subprocess
 import tempfile
 
-import sanitizer_util
+from tests.lib import build, sanitizer_util
 
-BUILD = os.environ.get("OPENSHELL_BUILD", "/work/main/build")
-SANDBOX_DIR = os.path.join(BUILD, "src", "sandbox")
-LAUNCHER = os.path.join(SANDBOX_DIR, "openshell-sandbox")
-PROBE = os.path.join(SANDBOX_DIR, "sandbox-probe")
-DENY = os.path.join(SANDBOX_DIR, "sandbox-deny")
+BUILD = build.BUILD
+LAUNCHER = build.binary("openshell-sandbox")
+PROBE = build.binary("sandbox-probe")
+DENY = build.binary("sandbox-deny")
 
 AGENT_UID = 65534
 AGENT_GID = 65534

@@ -17,21 +17,19 @@ import tempfile
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+from tests.lib import build, proxy_util
+from tests.lib.boundary_util import (LAUNCHER, SUPERVISOR, RoutedNamespace, sandbox_child_pid,
+                                     sandbox_links, set_forwarding)
 
-from boundary_util import (LAUNCHER, SUPERVISOR, RoutedNamespace,  # noqa: E402
-                           sandbox_child_pid, sandbox_links, set_forwarding)
-import proxy_util  # noqa: E402
+ADV_DIR = os.path.join(build.TESTS, "adversarial")  # the agent; readable in every sandbox
 
 # A /25 of TEST-NET-2 of our own: longest-prefix routing keeps our traffic on
 # our namespace even while the integration suite's /24 upstream is up.
 UPSTREAM_IP = "198.51.100.200"
 UPSTREAM_HOST_IP = "198.51.100.129"
 
-BUILD = os.environ.get("OPENSHELL_BUILD", "/work/main/build")
-PROBE_BIN = os.path.join(BUILD, "src", "sandbox", "sandbox-probe")
-AGENT = os.path.join(HERE, "agents", "agent.py")
+PROBE_BIN = build.binary("sandbox-probe")
+AGENT = os.path.join(ADV_DIR, "agents", "agent.py")
 AGENT_UID = 65534
 PYTHON = "/usr/bin/python3"
 CANARY_TCP_PORTS = (8080, 443, 22)
@@ -60,7 +58,7 @@ class Upstream(proxy_util.Upstream):
         sh("ip", "-n", self.ns, "addr", "add", UPSTREAM_IP + "/25", "dev", self.veth + "p")
         sh("ip", "-n", self.ns, "link", "set", self.veth + "p", "up")
         sh("ip", "-n", self.ns, "link", "set", "lo", "up")
-        server = os.path.join(proxy_util.HERE, "upstream_server.py")
+        server = proxy_util.UPSTREAM_SERVER
         for port, tls in ((80, False), (443, True), (8443, True), (8000, False)):
             args = ["ip", "netns", "exec", self.ns, PYTHON, server, UPSTREAM_IP, str(port),
                     self.log]
@@ -89,7 +87,7 @@ class Canary(RoutedNamespace):
                          f"203.0.113.{20 + tag % 60}", (f"10.233.{tag}.1", f"10.233.{tag}.2"))
 
     def up(self):
-        return super().up([PYTHON, __file__, "canary", self.addr])
+        return super().up([PYTHON, "-m", __name__, "canary", self.addr])
 
     def poll(self, wait=0.3):
         return self.read_lines(wait, parse=json.loads)
@@ -183,7 +181,7 @@ class AdvSandbox:
         self.write_config()
 
     def write_policy(self, network_yaml):
-        ro = ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "/dev/urandom", HERE,
+        ro = ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "/dev/urandom", ADV_DIR,
               os.path.dirname(PROBE_BIN), self.dir, *self.extra_ro]
         text = ("version: 1\nfilesystem_policy:\n  include_workdir: false\n"
                 f"  read_only: {json.dumps(ro)}\n"
@@ -291,6 +289,58 @@ class AdvSandbox:
             self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
         shutil.rmtree(self.private, ignore_errors=True)
+
+
+# The test network every case's policy allows (the upstream's /25 is in it).
+NET = '["198.51.100.0/24"]'
+
+
+class Bait:
+    """Host-side things outside every sandbox."""
+
+    def __init__(self):
+        tag = os.getpid()
+        self.dir = tempfile.mkdtemp(prefix="osadv-bait-", dir="/var/tmp")
+        os.chmod(self.dir, 0o755)
+        self.secret_file = os.path.join(self.dir, "secret.txt")
+        with open(self.secret_file, "w") as f:
+            f.write("SECRET host file\n")
+        os.chmod(self.secret_file, 0o644)  # DAC would let uid 65534 read it
+        self.suid_dir = tempfile.mkdtemp(prefix="osadv-suid-", dir="/var/tmp")
+        os.chmod(self.suid_dir, 0o755)
+        self.suid_binary = os.path.join(self.suid_dir, "suid-id")
+        shutil.copy("/usr/bin/id", self.suid_binary)
+        os.chown(self.suid_binary, 0, 0)
+        os.chmod(self.suid_binary, 0o4755)
+        self.abstract = f"osadv-host-{tag}"
+        self.unix = socket.socket(socket.AF_UNIX)
+        self.unix.bind("\0" + self.abstract)
+        self.unix.listen()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.listen_port = self.listener.getsockname()[1]
+        self.victim = subprocess.Popen(["sleep", "600"])
+
+    def config(self):
+        return {"secret_file": self.secret_file, "suid_binary": self.suid_binary,
+                "host_abstract": self.abstract, "host_listen_port": self.listen_port,
+                "victim_pid": self.victim.pid}
+
+    def close(self):
+        self.victim.kill()
+        self.victim.wait()
+        self.unix.close()
+        self.listener.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.suid_dir, ignore_errors=True)
+
+
+def last(records, **match):
+    for r in reversed(records):
+        if all(r.get(k) == v for k, v in match.items()):
+            return r
+    return None
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["canary"]:

@@ -16,11 +16,12 @@ import sys
 import tempfile
 import time
 
-BUILD = os.environ.get("OPENSHELL_BUILD", "/work/main/build")
-SUPERVISOR = os.path.join(BUILD, "src", "supervisor", "openshell-supervisor")
-BENCH = os.path.join(BUILD, "src", "supervisor", "boundary-bench")
-LAUNCHER = os.path.join(BUILD, "src", "sandbox", "openshell-sandbox")
-PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boundary_probe.py")
+from tests.lib import build
+
+SUPERVISOR = build.binary("openshell-supervisor")
+BENCH = build.binary("boundary-bench")
+LAUNCHER = build.binary("openshell-sandbox")
+PROBE = os.path.join(build.TESTS, "integration", "boundary_probe.py")
 CANARY_TCP_PORT = 8080
 CANARY_UDP_PORT = 53
 
@@ -76,7 +77,8 @@ class RoutedNamespace:
         sh("ip", "route", "add", f"{self.addr}/32", "via", self.link[1])
         # Replies are forwarded back to sandboxes on this link only.
         set_forwarding(self.host_if, 1)
-        self.proc = subprocess.Popen([*nsx, *listener_argv], stdout=subprocess.PIPE)
+        # cwd: listeners run as `python3 -m tests.lib.MODULE`
+        self.proc = subprocess.Popen([*nsx, *listener_argv], stdout=subprocess.PIPE, cwd=build.REPO)
         ready = b""
         while not ready.endswith(b"\n"):  # byte by byte: nothing after it is buffered
             ready += os.read(self.proc.stdout.fileno(), 1)
@@ -119,7 +121,7 @@ class Canary(RoutedNamespace):
                          (f"10.231.{tag % 250}.1", f"10.231.{tag % 250}.2"))
 
     def up(self):
-        return super().up([sys.executable, __file__, "canary", self.addr])
+        return super().up([sys.executable, "-m", __name__, "canary", self.addr])
 
     sysctl = staticmethod(set_forwarding)
 
@@ -199,8 +201,12 @@ class Supervisor:
         self.proc = None
 
     def start(self):
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=self.env)
+        try:
+            self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True, env=self.env)
+        except BaseException:
+            self.stop()  # the audit and policy files are ours to remove
+            raise
         return self
 
     def wait(self, timeout=60):

@@ -16,10 +16,11 @@ import subprocess
 import tempfile
 import time
 
-BUILD = os.environ.get("OPENSHELL_BUILD", "/work/main/build")
-GATEWAY = os.path.join(BUILD, "src", "gateway", "openshell-gateway")
-CLI = os.path.join(BUILD, "src", "cli", "openshell")
-SUPERVISOR = os.path.join(BUILD, "src", "supervisor", "openshell-supervisor")
+from tests.lib import build
+
+GATEWAY = build.binary("openshell-gateway")
+CLI = build.binary("openshell")
+SUPERVISOR = build.binary("openshell-supervisor")
 
 
 def free_port():
@@ -63,10 +64,59 @@ def wait_for(pred, timeout=20, step=0.1, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+_made = []  # every Gateway of this process, for cleanup_all()
+
+
+def pid_alive(pid, start_time):
+    """Whether process `pid` with this start time (clock ticks, /proc/PID/stat
+    field 22) still exists, zombies included."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19]) == start_time
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def recorded_supervisors(state_dir):
+    """(pid, start time) of every supervisor the local driver recorded."""
+    out = []
+    base = os.path.join(state_dir, "sandboxes")
+    for sid in os.listdir(base) if os.path.isdir(base) else []:
+        try:
+            with open(os.path.join(base, sid, "supervisor.pid")) as f:
+                pid, start = f.read().split()[:2]
+            out.append((int(pid), int(start)))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def remove_tree(path, timeout=10):
+    """rm -rf that fails loudly: a state dir left behind is a test bug."""
+    end = time.monotonic() + timeout
+    while os.path.lexists(path):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        if time.monotonic() > end:
+            shutil.rmtree(path)  # raises, naming what could not be removed
+        time.sleep(0.1)
+
+
+def cleanup_all():
+    """Session finalizer: cleans up every Gateway a fixture or test did not
+    (one whose start failed before its fixture could yield, for instance)."""
+    while _made:
+        g = _made.pop()
+        if g.proc or (g.owns_dir and os.path.lexists(g.state_dir)):
+            g.cleanup()
+
+
 class Gateway:
     """One openshell-gateway on a temp state dir and a free port."""
 
     def __init__(self, state_dir=None, extra_env=None, ssl_context=None):
+        _made.append(self)
         self.owns_dir = state_dir is None
         self.ssl_context = ssl_context  # set: the TCP listener speaks TLS (request() too)
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="osgw-", dir="/var/tmp")
@@ -169,5 +219,12 @@ class Gateway:
                 except ProcessLookupError:
                     pass
             wait_for(lambda: not supervisors_for(sid), 10, what="supervisors gone")
+        # A supervisor that ended stays a zombie (no cmdline, so supervisors_for
+        # no longer sees it) until its monitor has written "exit" into the state
+        # dir (src/drivers/local/local_proc.c): removing the dir before that
+        # raced with the write and left osgw-*/sandboxes/ID/exit behind.
+        recorded = recorded_supervisors(self.state_dir)
+        wait_for(lambda: not any(pid_alive(p, t) for p, t in recorded), 10,
+                 what="supervisors reaped by their monitors")
         if self.owns_dir:
-            shutil.rmtree(self.state_dir, ignore_errors=True)
+            remove_tree(self.state_dir)

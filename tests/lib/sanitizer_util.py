@@ -16,16 +16,17 @@ import tempfile
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.environ.get("OPENSHELL_BUILD", os.path.join(HERE, "..", "..", "build"))
+from tests.lib import build
+
+BUILD = build.BUILD
 REPORT_CAP = 16000  # characters of one report shown in the failure
-SUPPRESSIONS = os.path.join(HERE, "lsan-known-leaks.supp")
+SUPPRESSIONS = os.path.join(build.TESTS, "integration", "lsan-known-leaks.supp")
 
 
-def build_sanitizers(build=BUILD):
+def build_sanitizers(build_dir=BUILD):
     """b_sanitize of the build dir as meson recorded it ("none" when the dir
     is not a configured meson build)."""
-    path = os.path.join(build, "meson-info", "intro-buildoptions.json")
+    path = os.path.join(build_dir, "meson-info", "intro-buildoptions.json")
     try:
         with open(path) as f:
             opts = json.load(f)

@@ -11,9 +11,10 @@ import subprocess
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.environ.get("OPENSHELL_BUILD", os.path.join(HERE, "..", "..", "build"))
-PROXY_BIN = os.path.join(BUILD, "src", "supervisor", "egress", "openshell-proxy")
+from tests.lib import build
+
+UPSTREAM_SERVER = os.path.join(build.TESTS, "integration", "upstream_server.py")
+PROXY_BIN = build.binary("openshell-proxy")
 UPSTREAM_IP = "198.51.100.10"
 HOST_IP = "198.51.100.1"
 
@@ -57,7 +58,7 @@ class Upstream:
         run("ip", "-n", self.ns, "addr", "add", UPSTREAM_IP + "/24", "dev", self.veth + "p")
         run("ip", "-n", self.ns, "link", "set", self.veth + "p", "up")
         run("ip", "-n", self.ns, "link", "set", "lo", "up")
-        server = os.path.join(HERE, "upstream_server.py")
+        server = UPSTREAM_SERVER
         for port, tls in ((80, False), (443, True), (8443, True), (8000, False)):
             args = ["ip", "netns", "exec", self.ns, "python3", server, UPSTREAM_IP, str(port), self.log]
             if tls:

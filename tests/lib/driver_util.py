@@ -5,10 +5,11 @@ import json, os, subprocess, threading, time, uuid
 
 import pytest
 
-from kubelib import ApiError
+from tests.lib import build
+from tests.lib.kubelib import ApiError
 
-BUILD = os.environ.get("OPENSHELL_BUILD", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build"))
-BINARY = os.path.join(BUILD, "src", "drivers", "openshell-k8s-driver")
+BUILD = build.BUILD
+BINARY = build.binary("openshell-k8s-driver")
 LABEL_ID = "openshell.ai/sandbox-id"
 SUP_IMAGE = "registry.invalid/openshell-supervisor:1"  # never pulled: no kubelet
 AGENT_IMAGE = "registry.invalid/agent:1"
