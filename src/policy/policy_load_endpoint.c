@@ -468,19 +468,25 @@ static void ignore_l7_keys(struct lctx *c, const struct ynode *n, struct policy_
 	char names[64] = "";
 	size_t o = 0;
 	const struct ynode *first = NULL;
+	const char *first_key = "";
 	for (size_t i = 0; keys[i]; i++) {
 		const struct ynode *k = ynode_map_get(n, keys[i]);
 		if (!k)
 			continue;
-		first = first ? first : k;
+		if (!first) {
+			first = k;
+			first_key = keys[i];
+		}
 		o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", o ? ", " : "", keys[i]);
 	}
 	if (!first)
 		return;
+	size_t old = kp_push(c, ".%s", first_key);
 	lwarn(c, first,
 	      "%s ignored: the endpoint has no protocol, so it is L4 only (OpenShell ignores "
 	      "them too; add protocol: rest to inspect requests)",
 	      names);
+	kp_pop(c, old);
 	ep->access = POLICY_ACCESS_NONE;
 	ep->enforcement = POLICY_ENF_ENFORCE;
 	policy_rules_free(ep->rules, ep->n_rules);
