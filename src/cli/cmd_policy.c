@@ -12,14 +12,30 @@
 #include "parse.h"
 #include "policy.h"
 
-static int validate_one(const char *path)
+/* Prints the load's warnings (stderr) and errors; --strict makes a warning
+ * fail the file, so CI can hold policies to this sandbox's stricter rules. */
+static int validate_one(const char *path, bool strict)
 {
 	struct policy_doc *doc = NULL;
 	struct policy_diag diag = { 0 };
 	os_error err = { 0 };
 	if (policy_load_file(path, &doc, &diag, &err) == 0) {
-		printf("%s: ok\n", path);
+		for (size_t i = 0; i < doc->n_warnings; i++)
+			fprintf(stderr, "%s\n", doc->warnings[i]);
+		if (doc->n_warnings_dropped)
+			fprintf(stderr, "%s: %zu more warnings not shown\n", path,
+				doc->n_warnings_dropped);
+		size_t n = doc->n_warnings + doc->n_warnings_dropped;
 		policy_doc_free(doc);
+		if (strict && n) {
+			fprintf(stderr, "%s: %zu warning%s (--strict: refused)\n", path, n,
+				n == 1 ? "" : "s");
+			return 1;
+		}
+		if (n)
+			printf("%s: ok (%zu warning%s)\n", path, n, n == 1 ? "" : "s");
+		else
+			printf("%s: ok\n", path);
 		return 0;
 	}
 	if (diag.n == 0)
@@ -118,11 +134,19 @@ int cmd_policy(struct cli *cli, int argc, char **argv)
 	char seg[256], path[512];
 	long status = 0;
 	if (!strcmp(sub, "validate")) {
-		if (argc < 2)
-			return cli_usage("usage: openshell policy validate FILE...");
-		int rc = 0;
+		bool strict = false;
+		int rc = 0, files = 0;
 		for (int i = 1; i < argc; i++)
-			rc |= validate_one(argv[i]);
+			if (!strcmp(argv[i], "--strict"))
+				strict = true;
+		for (int i = 1; i < argc; i++) {
+			if (strcmp(argv[i], "--strict") != 0) {
+				rc |= validate_one(argv[i], strict);
+				files++;
+			}
+		}
+		if (files == 0)
+			return cli_usage("usage: openshell policy validate [--strict] FILE...");
 		return rc;
 	}
 	if (!strcmp(sub, "set"))

@@ -131,19 +131,55 @@ int host_normalize(const char *in, size_t len, char *out, size_t cap, os_error *
 	return 0;
 }
 
+/* Label globs (OpenShell's glob with `.` as the separator): the first label
+ * may hold `*` anywhere (`*`, `*-aiplatform`, `api-*`) or be exactly `**`;
+ * later labels may be exactly `*`; the labels after the last glob are a
+ * literal name of at least two labels. Returns the length of the glob part
+ * (up to and including the dot after the last glob label), 0 for none, or
+ * -1 with err set. */
+static int glob_prefix_len(const char *in, size_t len, os_error *err)
+{
+	int w = (int)(len > 64 ? 64 : len);
+	size_t end = 0, pos = 0;
+	for (size_t label = 0; pos < len; label++) {
+		const char *dot = memchr(in + pos, '.', len - pos);
+		size_t n = dot ? (size_t)(dot - (in + pos)) : len - pos;
+		const char *l = in + pos;
+		bool star = memchr(l, '*', n) != NULL;
+		if (star && !dot)
+			return os_error_set(
+				err, EINVAL,
+				"host pattern \"%.*s\": the last label cannot be a glob", w, in);
+		if (star && label == 0 && memmem(l, n, "**", 2) && n != 2)
+			return os_error_set(
+				err, EINVAL,
+				"host pattern \"%.*s\": `**` is only allowed as the whole "
+				"first label",
+				w, in);
+		if (star && label > 0 && n != 1)
+			return os_error_set(
+				err, EINVAL,
+				"host pattern \"%.*s\": after the first label a glob must "
+				"be a whole label (`*`)",
+				w, in);
+		if (star)
+			end = pos + n + 1;
+		pos += n + (dot ? 1 : 0);
+	}
+	return (int)end;
+}
+
 int host_pattern_normalize(const char *in, size_t len, char *out, size_t cap, os_error *err)
 {
-	size_t glob = 0;
-	if (len >= 3 && memcmp(in, "**.", 3) == 0)
-		glob = 3;
-	else if (len >= 2 && memcmp(in, "*.", 2) == 0)
-		glob = 2;
-	if (memchr(in + glob, '*', len - glob))
-		return os_error_set(
-			err, EINVAL,
-			"host pattern \"%.*s\": a glob is only allowed as the whole first "
-			"label (`*.example.com` or `**.example.com`)",
-			(int)(len > 64 ? 64 : len), in);
+	if (len > NAME_MAX_LEN)
+		return os_error_set(err, ENAMETOOLONG,
+				    "host pattern \"%.64s...\" is longer than %d "
+				    "bytes",
+				    in, NAME_MAX_LEN);
+	int g = glob_prefix_len(in, len, err);
+	if (g < 0)
+		return -1;
+	size_t glob = (size_t)g;
 	if (glob == 0)
 		return host_normalize(in, len, out, cap, err);
 
@@ -162,28 +198,82 @@ int host_pattern_normalize(const char *in, size_t len, char *out, size_t cap, os
 			"(`*.com` would match a whole top-level domain)",
 			(int)(len > 64 ? 64 : len), in);
 	size_t blen = strlen(base);
-	if (glob + blen + 1 > cap || glob + blen > NAME_MAX_LEN)
+	if (glob + blen + 1 > cap)
 		return os_error_set(err, ENAMETOOLONG, "host pattern \"%.*s\" is too long",
 				    (int)(len > 64 ? 64 : len), in);
-	memcpy(out, in, glob);
+	/* The glob labels: lower case, host-name bytes and `*` only. */
+	char buf[HOST_NAME_CAP];
+	size_t label = 0;
+	for (size_t i = 0; i < glob; i++) {
+		char ch = in[i];
+		if (ch >= 'A' && ch <= 'Z')
+			ch = (char)(ch - 'A' + 'a');
+		bool ok = (ch >= 'a' && ch <= 'z') || is_digit(ch) || ch == '-' || ch == '_' ||
+			  ch == '*' || ch == '.';
+		if (!ok || (ch == '.' && label == 0) || (ch != '.' && ++label > LABEL_MAX))
+			return os_error_set(err, EINVAL,
+					    "host pattern \"%.*s\": byte at offset %zu is not "
+					    "allowed in a host glob",
+					    (int)(len > 64 ? 64 : len), in, i);
+		if (ch == '.')
+			label = 0;
+		buf[i] = ch;
+	}
+	memcpy(out, buf, glob);
 	memcpy(out + glob, base, blen + 1);
 	return 0;
 }
 
+bool host_pattern_is_glob(const char *pattern)
+{
+	return pattern && strchr(pattern, '*') != NULL;
+}
+
+/* One label against one label glob: `*` is any run of bytes, empty included. */
+static bool label_match(const char *p, size_t pn, const char *s, size_t sn)
+{
+	size_t i = 0, j = 0, star = SIZE_MAX, mark = 0;
+	while (j < sn) {
+		if (i < pn && p[i] == '*') {
+			star = i++;
+			mark = j;
+		} else if (i < pn && p[i] == s[j]) {
+			i++;
+			j++;
+		} else if (star != SIZE_MAX) {
+			i = star + 1;
+			j = ++mark;
+		} else {
+			return false;
+		}
+	}
+	while (i < pn && p[i] == '*')
+		i++;
+	return i == pn;
+}
+
 bool host_pattern_match(const char *pattern, const char *host)
 {
-	bool multi = strncmp(pattern, "**.", 3) == 0;
-	if (!multi && strncmp(pattern, "*.", 2) != 0)
+	if (!strchr(pattern, '*'))
 		return strcmp(pattern, host) == 0;
-	const char *suffix = pattern + (multi ? 2 : 1); /* ".example.com" */
-	size_t slen = strlen(suffix), hlen = strlen(host);
-	if (hlen <= slen || memcmp(host + hlen - slen, suffix, slen) != 0)
-		return false; /* also: the bare domain never matches */
-	/* host[0..hlen-slen) is the part the glob stands for: non-empty labels. */
-	size_t plen = hlen - slen;
-	if (host[0] == '.' || host[plen - 1] == '.')
-		return false;
-	return multi || memchr(host, '.', plen) == NULL;
+	/* Label by label from the right; [pb, pe) and [hb, he) are the labels. */
+	size_t pe = strlen(pattern), he = strlen(host);
+	for (;;) {
+		size_t pb = pe, hb = he;
+		while (pb > 0 && pattern[pb - 1] != '.')
+			pb--;
+		while (hb > 0 && host[hb - 1] != '.')
+			hb--;
+		/* `**` is only ever the whole first label: one or more host labels. */
+		if (pb == 0 && pe == 2 && pattern[0] == '*' && pattern[1] == '*')
+			return he > 0;
+		if (!label_match(pattern + pb, pe - pb, host + hb, he - hb))
+			return false;
+		if (pb == 0 || hb == 0)
+			return pb == 0 && hb == 0;
+		pe = pb - 1;
+		he = hb - 1;
+	}
 }
 
 bool host_is_ip_literal(const char *s)

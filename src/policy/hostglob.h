@@ -18,14 +18,18 @@
 int host_normalize(const char *in, size_t len, char *out, size_t cap, os_error *err);
 
 /* Validates an endpoint host pattern from a policy: an exact name, an IP
- * literal, or `*.` / `**.` followed by a name of at least two labels
- * (`*.com`, `*`, `**`, `*.*.x`, globs elsewhere than the first label are
- * rejected). Writes the normalised pattern to out. */
+ * literal, or a label glob as OpenShell matches them (`.` separates labels):
+ * `*` anywhere in the first label (`*.d`, `*-aiplatform.d`), `**` as the
+ * whole first label, `*` as a whole later label (`*.s3.*.amazonaws.com`),
+ * followed by a literal name of at least two labels (`*.com`, `*`, `**`,
+ * `a*b.*x.d` are rejected). Writes the normalised pattern to out. */
 int host_pattern_normalize(const char *in, size_t len, char *out, size_t cap, os_error *err);
 
-/* Both arguments already normalised. `*.d` matches exactly one extra label,
- * `**.d` one or more; exact patterns compare equal. */
+/* Both arguments already normalised. Within a label `*` is any run of bytes
+ * (so `*.d` is exactly one extra label); a first label `**` is one or more
+ * labels; exact patterns compare equal. */
 bool host_pattern_match(const char *pattern, const char *host);
+bool host_pattern_is_glob(const char *pattern);
 
 /* True when s is an IPv4 or IPv6 literal (strict dotted-quad for v4). */
 bool host_is_ip_literal(const char *s);

@@ -21,6 +21,7 @@
 #define POLICY_MAX_RULES 1024 /* rules + deny_rules per endpoint */
 #define POLICY_MAX_ERRORS 64 /* collected before the loader gives up */
 #define POLICY_NAME_MAX 128
+#define POLICY_MAX_WARNINGS 256 /* kept on a loaded document; the rest are counted */
 
 enum policy_protocol { POLICY_PROTO_NONE = 0, POLICY_PROTO_TCP, POLICY_PROTO_REST };
 enum policy_tls { POLICY_TLS_AUTO = 0, POLICY_TLS_SKIP };
@@ -50,11 +51,15 @@ struct policy_rule {
 };
 
 struct policy_endpoint {
-	char *host; /* normalised pattern: exact, IP literal, `*.d` or `**.d` */
+	/* Normalised pattern: exact, IP literal or label glob (hostglob.h); NULL
+	 * for a hostless endpoint, which matches any host on its ports and only
+	 * the addresses its allowed_ips cover. */
+	char *host;
 	uint16_t *ports;
 	size_t n_ports;
 	enum policy_protocol protocol;
 	enum policy_tls tls;
+	bool tls_explicit; /* `tls:` was written (upstream: extended config) */
 	enum policy_enforcement enforcement;
 	enum policy_access access;
 	struct policy_rule *rules;
@@ -64,6 +69,13 @@ struct policy_endpoint {
 	struct cidr *allowed_ips; /* includes the host itself when it is an IP literal */
 	size_t n_allowed;
 	char *credential_provider; /* credential_binding.provider, or NULL */
+	char *path; /* endpoint path glob (L7 requests outside it are denied), or NULL */
+	/* Accepted from upstream, not enforced yet (the loader warns); each only
+	 * ever makes this sandbox do less than upstream, never protect less. */
+	bool allow_encoded_slash;
+	bool allow_uninspected_credentials;
+	bool request_body_credential_rewrite;
+	bool websocket_credential_rewrite;
 	unsigned line, col;
 	size_t policy_index; /* back-reference into policy_doc.networks */
 	size_t index; /* position in its policy's endpoints */
@@ -100,6 +112,11 @@ struct policy_doc {
 	struct policy_network *networks; /* sorted by name */
 	size_t n_networks;
 	size_t n_endpoints_total;
+	/* Warnings of a successful load, each "FILE:LINE:COL: warning: key.path:
+	 * ..."; n_warnings_dropped counts those past POLICY_MAX_WARNINGS. */
+	char **warnings;
+	size_t n_warnings;
+	size_t n_warnings_dropped;
 };
 
 /* Every message of a failed load, in document order, each

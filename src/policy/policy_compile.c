@@ -107,6 +107,7 @@ static void gen_free(struct policy_gen *g)
 	table_free(&g->exact);
 	table_free(&g->one);
 	table_free(&g->multi);
+	free(g->scan);
 	for (size_t i = 0; g->bins && g->doc && i < g->doc->n_networks; i++) {
 		free(g->bins[i].lit);
 		free(g->bins[i].glob);
@@ -118,6 +119,16 @@ static void gen_free(struct policy_gen *g)
 
 static int file_endpoint(struct policy_gen *g, const struct policy_endpoint *ep)
 {
+	/* Hostless endpoints and globs other than a whole `*.`/`**.` first label
+	 * cannot be keyed by a domain: they are tried one by one. */
+	size_t skip = !ep->host			     ? 0
+		      : !strncmp(ep->host, "**.", 3) ? 3
+		      : !strncmp(ep->host, "*.", 2)  ? 2
+						     : 0;
+	if (!ep->host || strchr(ep->host + skip, '*')) {
+		g->scan[g->n_scan++] = ep;
+		return 0;
+	}
 	if (!strncmp(ep->host, "**.", 3))
 		return table_add(&g->multi, ep->host + 3, ep);
 	if (!strncmp(ep->host, "*.", 2))
@@ -131,6 +142,9 @@ static int build(struct policy_gen *g)
 	size_t n = d->n_endpoints_total;
 	if (table_init(&g->exact, n) < 0 || table_init(&g->one, n) < 0 ||
 	    table_init(&g->multi, n) < 0)
+		return -1;
+	g->scan = calloc(n ? n : 1, sizeof *g->scan);
+	if (!g->scan)
 		return -1;
 	g->bins = calloc(d->n_networks ? d->n_networks : 1, sizeof *g->bins);
 	if (!g->bins)

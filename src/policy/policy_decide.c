@@ -10,8 +10,9 @@
 typedef bool (*visit_fn)(const struct policy_endpoint *ep, void *ctx);
 
 /* Calls fn for every endpoint whose host pattern matches host (normalised):
- * the exact entry, `*.` of the direct parent, `**.` of every ancestor domain.
- * Stops early when fn returns false. Lookups are O(labels), not O(rules). */
+ * the exact entry, `*.` of the direct parent, `**.` of every ancestor domain
+ * (O(labels)), then the few that need a scan (other globs, hostless).
+ * Stops early when fn returns false. */
 static void for_each_host_match(const struct policy_gen *g, const char *host, visit_fn fn,
 				void *ctx)
 {
@@ -30,6 +31,11 @@ static void for_each_host_match(const struct policy_gen *g, const char *host, vi
 			for (size_t i = 0; i < s->n; i++)
 				if (!fn(s->eps[i], ctx))
 					return;
+	}
+	for (size_t i = 0; i < g->n_scan; i++) {
+		const struct policy_endpoint *ep = g->scan[i];
+		if ((!ep->host || host_pattern_match(ep->host, host)) && !fn(ep, ctx))
+			return;
 	}
 }
 
@@ -51,11 +57,32 @@ struct l4_ctx {
 	const struct policy_endpoint *best;
 };
 
+/* Upstream takes a connection's settings from the matching endpoints that
+ * carry some (protocol, allowed_ips, tls, credential binding), so a plain L4
+ * endpoint on the same host:port never hides an inspected one; among equals
+ * the smallest policy name wins. */
+static bool has_config(const struct policy_endpoint *ep)
+{
+	return ep->protocol != POLICY_PROTO_NONE || ep->n_allowed || ep->tls_explicit ||
+	       ep->credential_provider;
+}
+
+static bool better(const struct policy_endpoint *ep, const struct policy_endpoint *best)
+{
+	if (!best)
+		return true;
+	if (has_config(ep) != has_config(best))
+		return has_config(ep);
+	if (ep->policy_index != best->policy_index)
+		return ep->policy_index < best->policy_index;
+	return ep->index < best->index;
+}
+
 static bool l4_visit(const struct policy_endpoint *ep, void *p)
 {
 	struct l4_ctx *c = p;
 	c->host_seen = true;
-	if (c->best && c->best->policy_index <= ep->policy_index)
+	if (!better(ep, c->best))
 		return true;
 	if (!has_port(ep, c->port))
 		return true;
@@ -82,7 +109,9 @@ static void decide_connect(const struct policy_gen *g, const char *host, uint16_
 		snprintf(out->detail, sizeof out->detail, "CONNECT to an invalid host name");
 		return;
 	}
-	if (host_is_metadata_name(h)) {
+	/* A metadata name is refused here unless a policy names it exactly; then
+	 * policy_decide_address refuses every address (ssrf_denied). */
+	if (host_is_metadata_name(h) && !host_table_find(&g->exact, h, host_hash(h))) {
 		set(out, POLICY_DENY, POLICY_R_METADATA_HOST);
 		snprintf(out->detail, sizeof out->detail, "CONNECT %s:%u: metadata endpoint", h,
 			 (unsigned)port);
@@ -128,6 +157,14 @@ void policy_decide_connect_endpoint_only(const struct policy_gen *g, const char 
 	decide_connect(g, host, port, NULL, 0, true, out);
 }
 
+static bool allowed_has(const struct policy_endpoint *ep, const struct ip_addr *a)
+{
+	for (size_t i = 0; i < ep->n_allowed; i++)
+		if (cidr_contains(&ep->allowed_ips[i], a))
+			return true;
+	return false;
+}
+
 void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a, uint16_t port,
 			   struct policy_decision *out)
 {
@@ -137,6 +174,14 @@ void policy_decide_address(const struct policy_endpoint *ep, const struct ip_add
 	ip_addr_format(a, ip, sizeof ip);
 	enum ssrf_verdict v =
 		ssrf_check(a, port, ep ? ep->allowed_ips : NULL, ep ? ep->n_allowed : 0, &why);
+	if (ep && ep->host && host_is_metadata_name(ep->host)) {
+		v = SSRF_DENY_ALWAYS;
+		why = "cloud metadata endpoint (always blocked)";
+	} else if (ep && !ep->host && v == SSRF_ALLOW && !allowed_has(ep, a)) {
+		/* A hostless endpoint matches any name: only its allowed_ips open. */
+		v = SSRF_DENY_INTERNAL;
+		why = "address outside the allowed_ips of a hostless endpoint";
+	}
 	static const enum policy_reason reasons[] = {
 		[SSRF_ALLOW] = POLICY_R_ALLOWED,
 		[SSRF_DENY_ALWAYS] = POLICY_R_SSRF_ALWAYS_BLOCKED,

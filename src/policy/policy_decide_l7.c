@@ -267,6 +267,13 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 			 out->policy);
 		return;
 	}
+	/* The endpoint's own `path` bounds every rule on it (OpenShell: an
+	 * endpoint whose path does not match the request does not allow it). */
+	if (ep->path && !path_glob_match(ep->path, canon)) {
+		snprintf(out->rule, sizeof out->rule, "path");
+		finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
+		return;
+	}
 	query_parse(qs ? qs : "", qs ? qlen : 0, &q);
 	for (size_t i = 0; i < ep->n_deny; i++)
 		if (rule_match(&ep->deny_rules[i], m, canon, &q, true)) {

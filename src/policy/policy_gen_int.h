@@ -38,6 +38,9 @@ struct policy_gen {
 	struct host_table exact; /* `api.example.com`, IP literals */
 	struct host_table one; /* `*.d` filed under d */
 	struct host_table multi; /* `**.d` filed under d */
+	/* Hostless endpoints and other globs, in ascending policy order. */
+	const struct policy_endpoint **scan;
+	size_t n_scan;
 	struct bin_set *bins; /* one per doc->networks[i] */
 };
 

@@ -160,7 +160,7 @@ static bool name_ok(const char *s, size_t len)
 
 static void load_binaries(struct lctx *c, const struct ynode *n, struct policy_network *net)
 {
-	static const char *const keys[] = { "path", NULL };
+	static const char *const keys[] = { "path", "harness", NULL };
 	if (!want_seq(c, n, false))
 		return;
 	if (n->seq.n > POLICY_MAX_BINARIES) {
@@ -178,7 +178,15 @@ static void load_binaries(struct lctx *c, const struct ynode *n, struct policy_n
 		if (want_map(c, it)) {
 			check_keys(c, it, keys);
 			const struct ynode *p = ynode_map_get(it, "path");
+			const struct ynode *h = ynode_map_get(it, "harness");
 			const char *s, *why;
+			bool harness;
+			if (h) {
+				size_t hold = kp_push(c, ".harness");
+				if (get_bool(c, h, &harness))
+					lwarn(c, h, "deprecated upstream and ignored");
+				kp_pop(c, hold);
+			}
 			kp_push(c, ".path");
 			if (!p)
 				lerr(c, it, "required key missing (expected an absolute path)");
@@ -246,6 +254,8 @@ static void load_network(struct lctx *c, const struct ynode *n, struct policy_ne
 static void load_networks(struct lctx *c, const struct ynode *n)
 {
 	struct policy_doc *d = c->doc;
+	if (ynode_is_null(n))
+		return; /* `network_policies:` with nothing under it: none */
 	if (!want_map(c, n))
 		return;
 	if (n->map.n > c->lim->max_policies) {

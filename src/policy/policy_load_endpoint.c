@@ -5,27 +5,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "hostglob.h"
 #include "policy_load_int.h"
+
+/* OpenShell's names for the machine running the sandbox. */
+static bool is_gateway_alias(const char *h)
+{
+	static const char *const names[] = { "host.openshell.internal", "host.docker.internal",
+					     "host.containers.internal", "gateway.docker.internal",
+					     NULL };
+	for (size_t i = 0; names[i]; i++)
+		if (!strcmp(h, names[i]))
+			return true;
+	return false;
+}
 
 static void load_host(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
 {
 	const char *s;
-	if (!get_str(c, n, "a host name, IP address or `*.`/`**.` pattern", &s))
+	if (!get_str(c, n, "a host name, IP address or host glob", &s))
 		return;
 	char norm[HOST_NAME_CAP];
 	os_error e = { 0 };
 	if (host_pattern_normalize(s, n->scalar.len, norm, sizeof norm, &e) < 0) {
 		char what[OS_ERROR_MSG_MAX + 64];
-		snprintf(what, sizeof what, "a host name, IP address or `*.`/`**.` pattern (%s)",
-			 e.msg);
+		snprintf(what, sizeof what, "a host name, IP address or host glob (%s)", e.msg);
 		lerr_expected(c, n, what);
 		return;
 	}
-	if (host_is_metadata_name(norm)) {
-		lerr(c, n, "%s is a cloud metadata endpoint and always blocked", norm);
-		return;
-	}
+	/* Always-blocked destinations load (OpenShell's SSRF scenarios name them)
+	 * and are refused at connect time: policy_decide_address. */
+	if (host_is_metadata_name(norm))
+		lwarn(c, n,
+		      "%s is a cloud metadata endpoint: every connection to it is denied "
+		      "(ssrf_denied)",
+		      norm);
+	if (is_gateway_alias(norm))
+		lwarn(c, n,
+		      "%s is a host-gateway alias: parsed but not mapped yet (it is resolved "
+		      "by DNS like any other name)",
+		      norm);
 	if (host_is_ip_literal(norm)) {
 		struct cidr cd = { .prefix = 0 };
 		const char *why = NULL;
@@ -33,10 +53,11 @@ static void load_host(struct lctx *c, const struct ynode *n, struct policy_endpo
 			lerr_expected(c, n, "a valid IP address");
 			return;
 		}
-		if (ip_addr_classify(&cd.addr, &why) == ADDR_ALWAYS_BLOCKED) {
-			lerr(c, n, "%s is always blocked (%s)", norm, why ? why : "reserved");
-			return;
-		}
+		if (ip_addr_classify(&cd.addr, &why) == ADDR_ALWAYS_BLOCKED)
+			lwarn(c, n,
+			      "%s is always blocked (%s): every connection to it is denied "
+			      "(ssrf_denied)",
+			      norm, why ? why : "reserved");
 		cd.prefix = cd.addr.family == AF_INET ? 32 : 128;
 		/* A literal IP host implies allowed_ips for exactly that address. */
 		struct cidr *v = reallocarray(ep->allowed_ips, ep->n_allowed + 1, sizeof *v);
@@ -94,7 +115,7 @@ static void load_allowed_ips(struct lctx *c, const struct ynode *n, struct polic
 	for (size_t i = 0; i < n->seq.n; i++) {
 		const struct ynode *it = n->seq.items[i];
 		size_t old = kp_push(c, "[%zu]", i);
-		const char *s;
+		const char *s, *why = NULL;
 		struct cidr cd;
 		os_error e = { 0 };
 		if (!get_str(c, it, "an IP address or CIDR", &s)) {
@@ -102,11 +123,16 @@ static void load_allowed_ips(struct lctx *c, const struct ynode *n, struct polic
 			char what[OS_ERROR_MSG_MAX + 32];
 			snprintf(what, sizeof what, "an IP address or CIDR (%s)", e.msg);
 			lerr_expected(c, it, what);
-		} else if (cidr_overlaps_always_blocked(&cd)) {
+		} else if (cidr_within_always_blocked(&cd, &why)) {
 			lerr(c, it,
-			     "%s covers always-blocked addresses (loopback, link-local, "
-			     "unspecified or metadata)",
-			     s);
+			     "%s is always blocked (%s): an allowed_ips entry cannot open it", s,
+			     why);
+		} else if (cidr_overlaps_always_blocked_why(&cd, &why)) {
+			lwarn(c, it,
+			      "%s contains always-blocked addresses (%s); they stay blocked at "
+			      "connect time",
+			      s, why);
+			v[ep->n_allowed++] = cd;
 		} else {
 			v[ep->n_allowed++] = cd;
 		}
@@ -222,6 +248,8 @@ static void load_matcher(struct lctx *c, const struct ynode *n, struct policy_ru
 	old = kp_push(c, ".path");
 	if (!p)
 		lerr(c, n, "required key missing (expected a path glob)");
+	else if (ynode_scalar_eq(p, "**"))
+		r->path = ldup(c, "/**"); /* OpenShell's "everything" (access presets) */
 	else if (get_str(c, p, "a path glob", &s) && (why = glob_problem(s))) {
 		char what[96];
 		snprintf(what, sizeof what, "a path glob (this one %s)", why);
@@ -299,11 +327,99 @@ static void load_credential(struct lctx *c, const struct ynode *n, struct policy
 	kp_pop(c, old);
 }
 
+/* Upstream keys whose absence of enforcement here would make the sandbox
+ * protect less than the policy says: refused until they are implemented. */
+static const struct {
+	const char *key, *why;
+} unsupported[] = {
+	{ "credential_signing", "AWS SigV4 signing: the secret must be signed, never sent raw" },
+	{ "signing_service", "AWS SigV4 signing: the secret must be signed, never sent raw" },
+	{ "signing_region", "AWS SigV4 signing: the secret must be signed, never sent raw" },
+	{ "persisted_queries", "GraphQL inspection" },
+	{ "graphql_persisted_queries", "GraphQL inspection" },
+	{ "graphql_max_body_bytes", "GraphQL inspection" },
+	{ "json_rpc", "JSON-RPC inspection" },
+	{ "mcp", "MCP inspection" },
+};
+
+/* Upstream booleans that, when ignored, only make this sandbox do less. */
+static const struct {
+	const char *key, *effect;
+} not_enforced[] = {
+	{ "allow_encoded_slash", "encoded slashes (%2F) are still refused" },
+	{ "allow_uninspected_credentials", "credentials are still never sent uninspected" },
+	{ "request_body_credential_rewrite", "placeholders in request bodies are forwarded as is" },
+	{ "websocket_credential_rewrite",
+	  "placeholders in WebSocket messages are forwarded as is" },
+};
+
+static bool *flag_for(struct policy_endpoint *ep, size_t i)
+{
+	bool *const f[] = { &ep->allow_encoded_slash, &ep->allow_uninspected_credentials,
+			    &ep->request_body_credential_rewrite,
+			    &ep->websocket_credential_rewrite };
+	return f[i];
+}
+
+/* `path` on the endpoint: `**` (everything) or an absolute glob. */
+static void load_endpoint_path(struct lctx *c, const struct ynode *v, struct policy_endpoint *ep)
+{
+	const char *s, *why;
+	if (!get_str(c, v, "`**` or an absolute path glob", &s))
+		return;
+	if (!strcmp(s, "**") || !strcmp(s, "/**"))
+		return; /* matches every path: no bound */
+	if ((why = glob_problem(s))) {
+		char what[96];
+		snprintf(what, sizeof what, "`**` or an absolute path glob (this one %s)", why);
+		lerr_expected(c, v, what);
+		return;
+	}
+	ep->path = ldup(c, s);
+}
+
+static void load_tls(struct lctx *c, const struct ynode *v, struct policy_endpoint *ep)
+{
+	ep->tls_explicit = true;
+	if (ynode_scalar_eq(v, "skip")) {
+		ep->tls = POLICY_TLS_SKIP;
+	} else if (ynode_scalar_eq(v, "terminate") || ynode_scalar_eq(v, "passthrough")) {
+		lwarn(c, v,
+		      "'tls: %s' is deprecated (OpenShell: TLS termination is now automatic); "
+		      "treated as the default. Use 'tls: skip' to disable it",
+		      v->scalar.value);
+	} else {
+		lerr_expected(c, v, "skip (or the deprecated terminate/passthrough)");
+	}
+}
+
+static void load_protocol(struct lctx *c, const struct ynode *v, struct policy_endpoint *ep)
+{
+	static const char *const later[] = {
+		"graphql", "sql", "json-rpc", "mcp", "websocket", NULL
+	};
+	if (ynode_scalar_eq(v, "rest")) {
+		ep->protocol = POLICY_PROTO_REST;
+		return;
+	}
+	if (ynode_scalar_eq(v, "tcp")) {
+		ep->protocol = POLICY_PROTO_TCP;
+		return;
+	}
+	for (size_t i = 0; later[i]; i++)
+		if (ynode_scalar_eq(v, later[i])) {
+			lerr(c, v,
+			     "protocol %s is not supported yet (its requests would pass "
+			     "uninspected); use rest or tcp",
+			     later[i]);
+			return;
+		}
+	lerr_expected(c, v, "rest or tcp");
+}
+
 static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 		       struct policy_endpoint *ep)
 {
-	static const char *const protos[] = { "tcp", "rest", NULL };
-	static const char *const tls[] = { "skip", NULL };
 	static const char *const enf[] = { "enforce", "audit", NULL };
 	static const char *const acc[] = { "read-only", "read-write", "full", NULL };
 	int x = -1;
@@ -314,11 +430,9 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 	} else if (!strcmp(k, "allowed_ips")) {
 		load_allowed_ips(c, v, ep);
 	} else if (!strcmp(k, "protocol")) {
-		load_enum(c, v, protos, "rest or tcp", &x);
-		ep->protocol = x < 0 ? POLICY_PROTO_NONE : (enum policy_protocol)(x + 1);
+		load_protocol(c, v, ep);
 	} else if (!strcmp(k, "tls")) {
-		load_enum(c, v, tls, "skip", &x);
-		ep->tls = x < 0 ? POLICY_TLS_AUTO : POLICY_TLS_SKIP;
+		load_tls(c, v, ep);
 	} else if (!strcmp(k, "enforcement")) {
 		load_enum(c, v, enf, "enforce or audit", &x);
 		ep->enforcement = x == 1 ? POLICY_ENF_AUDIT : POLICY_ENF_ENFORCE;
@@ -331,41 +445,106 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 		load_rules(c, v, true, &ep->deny_rules, &ep->n_deny);
 	} else if (!strcmp(k, "credential_binding")) {
 		load_credential(c, v, ep);
+	} else if (!strcmp(k, "path")) {
+		load_endpoint_path(c, v, ep);
 	}
+	for (size_t i = 0; i < ARRAY_SIZE(not_enforced); i++) {
+		bool *f = flag_for(ep, i);
+		if (strcmp(k, not_enforced[i].key) != 0 || !get_bool(c, v, f) || !*f)
+			continue;
+		lwarn(c, v, "%s is parsed but not enforced yet (%s)", k, not_enforced[i].effect);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(unsupported); i++)
+		if (!strcmp(k, unsupported[i].key))
+			lerr(c, v, "%s is not supported yet (%s); refusing rather than ignoring it",
+			     k, unsupported[i].why);
+}
+
+/* access / rules / enforcement without protocol: OpenShell ignores them; so
+ * do we, with one warning naming them, and nothing of them is kept. */
+static void ignore_l7_keys(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
+{
+	static const char *const keys[] = { "access", "rules", "enforcement", NULL };
+	char names[64] = "";
+	size_t o = 0;
+	const struct ynode *first = NULL;
+	const char *first_key = "";
+	for (size_t i = 0; keys[i]; i++) {
+		const struct ynode *k = ynode_map_get(n, keys[i]);
+		if (!k)
+			continue;
+		if (!first) {
+			first = k;
+			first_key = keys[i];
+		}
+		o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", o ? ", " : "", keys[i]);
+	}
+	if (!first)
+		return;
+	size_t old = kp_push(c, ".%s", first_key);
+	lwarn(c, first,
+	      "%s ignored: the endpoint has no protocol, so it is L4 only (OpenShell ignores "
+	      "them too; add protocol: rest to inspect requests)",
+	      names);
+	kp_pop(c, old);
+	ep->access = POLICY_ACCESS_NONE;
+	ep->enforcement = POLICY_ENF_ENFORCE;
+	policy_rules_free(ep->rules, ep->n_rules);
+	ep->rules = NULL;
+	ep->n_rules = 0;
 }
 
 /* Rules between fields; each error points at the offending key. */
 static void check_combination(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
 {
-	static const char *const rest_only[] = { "enforcement", "access", "rules", "deny_rules",
-						 NULL };
 	bool rest = ynode_scalar_eq(ynode_map_get(n, "protocol"), "rest");
-	for (size_t i = 0; rest_only[i]; i++) {
-		const struct ynode *v = ynode_map_get(n, rest_only[i]);
-		if (v && !rest) {
-			size_t old = kp_push(c, ".%s", rest_only[i]);
-			lerr(c, v, "requires protocol: rest");
-			kp_pop(c, old);
-		}
-	}
+	bool tcp = ynode_scalar_eq(ynode_map_get(n, "protocol"), "tcp");
+	bool proto = ynode_map_get(n, "protocol") != NULL;
 	const struct ynode *rules = ynode_map_get(n, "rules"), *acc = ynode_map_get(n, "access");
-	const struct ynode *tls = ynode_map_get(n, "tls");
+	const struct ynode *tls = ynode_map_get(n, "tls"), *deny = ynode_map_get(n, "deny_rules");
+	const struct ynode *cred = ynode_map_get(n, "credential_binding");
+	const struct ynode *path = ynode_map_get(n, "path");
 	size_t old = c->plen;
-	if (rules && acc) {
+	if (deny && !rest) {
+		kp_push(c, ".deny_rules");
+		lerr(c, deny, "requires protocol: rest");
+	} else if (rules && acc) {
 		kp_push(c, ".rules");
 		lerr(c, rules, "cannot be combined with access (choose one)");
 	} else if (rest && !rules && !acc) {
 		kp_push(c, ".protocol");
 		lerr(c, ynode_map_get(n, "protocol"), "rest needs access or rules");
+	} else if (tcp && (rules || acc || ynode_map_get(n, "enforcement"))) {
+		const char *k = rules ? "rules" : acc ? "access" : "enforcement";
+		kp_push(c, ".%s", k);
+		lerr(c, ynode_map_get(n, k), "requires protocol: rest");
+	} else if (tcp && cred) {
+		kp_push(c, ".credential_binding");
+		lerr(c, cred,
+		     "cannot be used with protocol: tcp (a raw TCP stream is never inspected, so "
+		     "the binding could never be used)");
 	} else if (rest && tls && ynode_scalar_eq(tls, "skip")) {
 		kp_push(c, ".tls");
-		lerr(c, tls,
-		     "skip cannot be combined with protocol: rest (no inspection "
-		     "without terminating TLS)");
+		lwarn(c, tls,
+		      "'tls: skip' with L7 rules: OpenShell cannot inspect encrypted traffic "
+		      "then; here TLS is still terminated so the rules are enforced (skip is "
+		      "ignored on protocol: rest)");
+		ep->tls = POLICY_TLS_AUTO;
 	}
 	kp_pop(c, old);
-	if (!ynode_map_get(n, "host"))
-		lerr(c, n, "host: required key missing (expected a host name or pattern)");
+	if (!proto)
+		ignore_l7_keys(c, n, ep);
+	if (path && !rest && ep->path) {
+		kp_push(c, ".path");
+		lwarn(c, path, "ignored: an endpoint path only applies to protocol: rest");
+		kp_pop(c, old);
+		free(ep->path);
+		ep->path = NULL;
+	}
+	if (!ynode_map_get(n, "host") && !ynode_map_get(n, "allowed_ips"))
+		lerr(c, n,
+		     "host: required key missing (expected a host name or glob; only an endpoint "
+		     "with allowed_ips may omit it)");
 	bool has_port = ynode_map_get(n, "port"), has_ports = ynode_map_get(n, "ports");
 	if (has_port == has_ports)
 		lerr(c, n, "%s (an integer 1..65535 or a list of them)",
@@ -386,6 +565,19 @@ void load_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint
 					    "deny_rules",
 					    "allowed_ips",
 					    "credential_binding",
+					    "path",
+					    "allow_encoded_slash",
+					    "allow_uninspected_credentials",
+					    "request_body_credential_rewrite",
+					    "websocket_credential_rewrite",
+					    "credential_signing",
+					    "signing_service",
+					    "signing_region",
+					    "persisted_queries",
+					    "graphql_persisted_queries",
+					    "graphql_max_body_bytes",
+					    "json_rpc",
+					    "mcp",
 					    NULL };
 	if (!want_map(c, n))
 		return;

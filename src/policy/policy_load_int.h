@@ -21,6 +21,7 @@ struct lctx {
 	size_t n_fs_paths;
 	const struct policy_limits *lim;
 	struct policy_doc *doc;
+	bool saw_tls_skip_rest; /* one note per file is enough */
 };
 
 /* Key path: push returns the previous length to pass to kp_pop. */
@@ -33,6 +34,9 @@ void lerr(struct lctx *c, const struct ynode *n, const char *fmt, ...)
 /* "expected WHAT, got <value or kind>". */
 void lerr_expected(struct lctx *c, const struct ynode *n, const char *what);
 void lerr_oom(struct lctx *c);
+/* Records one warning at n under the current key path (kept on the doc). */
+void lwarn(struct lctx *c, const struct ynode *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Checks every key of map against allowed (NULL-terminated); errors name the key. */
 void check_keys(struct lctx *c, const struct ynode *map, const char *const allowed[]);
@@ -47,6 +51,9 @@ bool get_uint(struct lctx *c, const struct ynode *n, uint64_t min, uint64_t max,
 	      uint64_t *out);
 /* Duplicates s, recording ENOMEM. */
 char *ldup(struct lctx *c, const char *s);
+
+/* Frees n rules and the array (policy_model.c). */
+void policy_rules_free(struct policy_rule *r, size_t n);
 
 /* Endpoint parsing (policy_load_endpoint.c). */
 void load_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);

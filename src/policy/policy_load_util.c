@@ -53,20 +53,53 @@ static void record(struct lctx *c, const char *msg)
 		c->diag->n++;
 }
 
-void lerr(struct lctx *c, const struct ynode *n, const char *fmt, ...)
+/* "FILE:LINE:COL: [tag]key.path: body" into msg. */
+__attribute__((format(printf, 6, 0))) static void format_at(struct lctx *c, const struct ynode *n,
+							    const char *tag, char *msg, size_t cap,
+							    const char *fmt, va_list ap)
 {
 	char body[512];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(body, sizeof body, fmt, ap);
-	va_end(ap);
-	char msg[OS_ERROR_MSG_MAX];
 	unsigned line = n ? n->line : 1, col = n ? n->col : 1;
 	if (c->plen)
-		snprintf(msg, sizeof msg, "%s:%u:%u: %s: %s", c->file, line, col, c->path, body);
+		snprintf(msg, cap, "%s:%u:%u: %s%s: %s", c->file, line, col, tag, c->path, body);
 	else
-		snprintf(msg, sizeof msg, "%s:%u:%u: %s", c->file, line, col, body);
+		snprintf(msg, cap, "%s:%u:%u: %s%s", c->file, line, col, tag, body);
+}
+
+void lerr(struct lctx *c, const struct ynode *n, const char *fmt, ...)
+{
+	char msg[OS_ERROR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	format_at(c, n, "", msg, sizeof msg, fmt, ap);
+	va_end(ap);
 	record(c, msg);
+}
+
+void lwarn(struct lctx *c, const struct ynode *n, const char *fmt, ...)
+{
+	struct policy_doc *d = c->doc;
+	if (d->n_warnings >= POLICY_MAX_WARNINGS) {
+		d->n_warnings_dropped++;
+		return;
+	}
+	char msg[OS_ERROR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	format_at(c, n, "warning: ", msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	char **v = reallocarray(d->warnings, d->n_warnings + 1, sizeof *v);
+	if (!v) {
+		lerr_oom(c);
+		return;
+	}
+	d->warnings = v;
+	if (!(v[d->n_warnings] = strdup(msg))) {
+		lerr_oom(c);
+		return;
+	}
+	d->n_warnings++;
 }
 
 /* Short, quoted, escaped excerpt of a scalar for messages. */

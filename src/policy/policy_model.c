@@ -3,9 +3,9 @@
  * Must tolerate every partially filled structure the loader can leave. */
 #include <stdlib.h>
 
-#include "policy.h"
+#include "policy_load_int.h"
 
-static void rules_free(struct policy_rule *r, size_t n)
+void policy_rules_free(struct policy_rule *r, size_t n)
 {
 	for (size_t i = 0; r && i < n; i++) {
 		free(r[i].method);
@@ -25,10 +25,11 @@ static void endpoint_free(struct policy_endpoint *ep)
 {
 	free(ep->host);
 	free(ep->ports);
-	rules_free(ep->rules, ep->n_rules);
-	rules_free(ep->deny_rules, ep->n_deny);
+	policy_rules_free(ep->rules, ep->n_rules);
+	policy_rules_free(ep->deny_rules, ep->n_deny);
 	free(ep->allowed_ips);
 	free(ep->credential_provider);
+	free(ep->path);
 }
 
 static void strv_free(char **v, size_t n)
@@ -55,6 +56,7 @@ void policy_doc_free(struct policy_doc *doc)
 		free(n->binaries);
 	}
 	free(doc->networks);
+	strv_free(doc->warnings, doc->n_warnings);
 	free(doc);
 }
 

@@ -354,6 +354,46 @@ bool cidr_overlaps_always_blocked_why(const struct cidr *c, const char **why)
 	return false;
 }
 
+static bool v4_within_blocked(const uint8_t *net, unsigned prefix, const char **why)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(v4_ranges); i++) {
+		const struct range *r = &v4_ranges[i];
+		if (r->cls == ADDR_ALWAYS_BLOCKED && r->prefix <= prefix &&
+		    prefix_equal(r->net, net, r->prefix)) {
+			*why = r->why;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool cidr_within_always_blocked(const struct cidr *c, const char **why)
+{
+	const char *dummy;
+	if (!why)
+		why = &dummy;
+	if (c->addr.family == AF_INET)
+		return v4_within_blocked((const uint8_t *)&c->addr.v4, c->prefix, why);
+	if (c->addr.family != AF_INET6)
+		return false;
+	const uint8_t *net = c->addr.v6.s6_addr;
+	for (size_t i = 0; i < ARRAY_SIZE(v6_ranges); i++) {
+		const struct range *r = &v6_ranges[i];
+		if (r->prefix > c->prefix || !prefix_equal(r->net, net, r->prefix))
+			continue;
+		if (r->cls == ADDR_ALWAYS_BLOCKED) {
+			*why = r->why;
+			return true;
+		}
+		/* Inside an embedding range: judged by the IPv4 part it carries. */
+		if (r->embed >= 0) {
+			unsigned v4p = c->prefix - (unsigned)r->embed * 8;
+			return v4_within_blocked(net + r->embed, v4p > 32 ? 32 : v4p, why);
+		}
+	}
+	return false;
+}
+
 bool cidr_overlaps_always_blocked(const struct cidr *c)
 {
 	return cidr_overlaps_always_blocked_why(c, NULL);

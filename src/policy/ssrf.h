@@ -49,6 +49,11 @@ bool cidr_overlaps_always_blocked(const struct cidr *c);
 /* The same, also naming the range overlapped in *why (for the load error). */
 bool cidr_overlaps_always_blocked_why(const struct cidr *c, const char **why);
 
+/* True when every address of the CIDR is always blocked (the entry could
+ * never open anything: 127.0.0.0/8, 169.254.169.254, fe80::/10, ::1, ...);
+ * *why names the range. */
+bool cidr_within_always_blocked(const struct cidr *c, const char **why);
+
 /* Classifies after unmapping IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible forms. */
 enum addr_class ip_addr_classify(const struct ip_addr *a, const char **why);
 

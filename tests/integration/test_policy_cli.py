@@ -54,3 +54,38 @@ def test_missing_file_and_usage(tmp_path):
     assert "absent.yaml" in r.stderr
     assert run("policy").returncode == 2
     assert run("--help").returncode == 0
+
+
+COMPAT = ROOT / "tests" / "policy-compat"
+
+
+def test_warnings_exit_0_and_strict_refuses(tmp_path):
+    f = tmp_path / "w.yaml"
+    f.write_text("version: 1\nnetwork_policies:\n  p:\n    endpoints:\n"
+                 "      - { host: api.example.com, port: 443, protocol: rest, access: full,"
+                 " tls: terminate }\n")
+    r = run("policy", "validate", f)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"{f}: ok (1 warning)\n"
+    assert r.stderr.startswith(f"{f}:5:80: warning: network_policies.p.endpoints[0].tls: ")
+    assert "deprecated" in r.stderr
+    r = run("policy", "validate", "--strict", f)
+    assert r.returncode == 1
+    assert r.stdout == ""
+    assert f"{f}: 1 warning (--strict: refused)" in r.stderr
+    # Control: a file without warnings passes --strict.
+    r = run("policy", "validate", "--strict", EXAMPLES[0])
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def test_compat_corpus_valid_loads_invalid_refused():
+    valid = sorted((COMPAT / "valid").glob("*.yaml"))
+    invalid = sorted((COMPAT / "invalid").glob("*.yaml"))
+    assert len(valid) >= 12 and len(invalid) >= 10
+    r = run("policy", "validate", *valid)
+    assert r.returncode == 0, r.stderr
+    assert "error" not in r.stderr
+    for f in invalid:
+        r = run("policy", "validate", f)
+        assert r.returncode == 1, f.name
+        assert r.stderr.startswith(f"{f}:"), r.stderr

@@ -191,12 +191,28 @@ static void overlapping_endpoints_must_agree(void **state)
 			   "  a: { endpoints: [{ host: x.example.com, port: 443 }] }\n"
 			   "  b: { endpoints: [{ host: x.example.com, port: 443, tls: skip }] }\n",
 			   "4:20: network_policies.b.endpoints[0]: overlaps network_policies.a");
-	assert_first_error(
-		"version: 1\nnetwork_policies:\n"
-		"  a: { endpoints: [{ host: a.b.example.com, port: 443 }] }\n"
-		"  b: { endpoints: [{ host: \"**.example.com\", port: 443, protocol: rest, "
-		"access: full }] }\n",
-		"network_policies.b.endpoints[0]: overlaps");
+	/* A plain L4 endpoint and an L7 one do not compete (OpenShell). */
+	policy_doc_free(
+		load_ok("version: 1\nnetwork_policies:\n"
+			"  a: { endpoints: [{ host: a.b.example.com, port: 443 }] }\n"
+			"  b: { endpoints: [{ host: \"**.example.com\", port: 443, protocol: rest, "
+			"access: full }] }\n"));
+	/* Destination metadata must agree: allowed_ips, with both locations. */
+	assert_first_error("version: 1\nnetwork_policies:\n"
+			   "  a: { endpoints: [{ host: db.example.com, port: 5432, allowed_ips: "
+			   "[10.0.0.0/8] }] }\n"
+			   "  b: { endpoints: [{ host: \"*.example.com\", port: 5432, allowed_ips: "
+			   "[10.1.0.0/16] }] }\n",
+			   "t.yaml:4:20: network_policies.b.endpoints[0]: overlaps "
+			   "network_policies.a.endpoints[0] (t.yaml:3:20) on port 5432 but "
+			   "disagrees on allowed_ips");
+	/* Scanned globs meet indexed hosts too. */
+	assert_first_error("version: 1\nnetwork_policies:\n"
+			   "  a: { endpoints: [{ host: b.s3.eu.amazonaws.com, port: 443, protocol: "
+			   "rest, access: full }] }\n"
+			   "  b: { endpoints: [{ host: \"*.s3.*.amazonaws.com\", port: 443, "
+			   "protocol: rest, access: full, enforcement: audit }] }\n",
+			   "disagrees on enforcement");
 	/* `*.example.com` cannot match a.b.example.com: no overlap. */
 	policy_doc_free(
 		load_ok("version: 1\nnetwork_policies:\n"

@@ -215,12 +215,37 @@ static void host_pattern_refuses_broad_or_misplaced_globs(void **state)
 	assert_non_null(strstr(err.msg, "two labels"));
 	assert_int_equal(pat("**.co", out, &err), -1);
 	assert_int_equal(pat("*.", out, &err), -1);
-	assert_int_equal(pat("*.*.example.com", out, &err), -1);
-	assert_int_equal(pat("api.*.example.com", out, &err), -1);
-	assert_non_null(strstr(err.msg, "first label"));
-	assert_int_equal(pat("a*.example.com", out, &err), -1);
+	/* OpenShell label globs: `*` inside the first label, whole later labels. */
+	assert_int_equal(pat("*.*.example.com", out, &err), 0);
+	assert_int_equal(pat("api.*.example.com", out, &err), 0);
+	assert_int_equal(pat("a*.example.com", out, &err), 0);
+	assert_int_equal(pat("*-AIplatform.googleapis.com", out, &err), 0);
+	assert_string_equal(out, "*-aiplatform.googleapis.com");
+	assert_int_equal(pat("api.a*.example.com", out, &err), -1);
+	assert_non_null(strstr(err.msg, "whole label"));
+	assert_int_equal(pat("a**.example.com", out, &err), -1);
+	assert_int_equal(pat("x.**.example.com", out, &err), -1);
+	assert_int_equal(pat("*.s3.*.com", out, &err), -1); /* one label after the last glob */
+	assert_int_equal(pat("example.*", out, &err), -1);
 	assert_int_equal(pat("*.10.0.0.1", out, &err), -1); /* glob over an IP */
 	assert_int_equal(pat("*.b\xc3\xbc.example", out, &err), -1);
+}
+
+static void host_label_globs_match_like_openshell(void **state)
+{
+	assert_true(host_pattern_match("*-aiplatform.googleapis.com",
+				       "us-central1-aiplatform.googleapis.com"));
+	assert_false(
+		host_pattern_match("*-aiplatform.googleapis.com", "aiplatform.googleapis.com"));
+	assert_false(host_pattern_match("*-aiplatform.googleapis.com",
+					"x.us-aiplatform.googleapis.com"));
+	assert_true(host_pattern_match("*.s3.*.amazonaws.com", "b.s3.us-east-1.amazonaws.com"));
+	assert_false(host_pattern_match("*.s3.*.amazonaws.com", "b.s3.amazonaws.com"));
+	assert_false(host_pattern_match("*.s3.*.amazonaws.com", "a.b.s3.x.amazonaws.com"));
+	assert_true(host_pattern_match("**.example.com", "a.b.example.com"));
+	assert_false(host_pattern_match("**.example.com", "example.com"));
+	assert_true(host_pattern_match("*.example.com", "a.example.com"));
+	assert_false(host_pattern_match("*.example.com", "a.b.example.com"));
 }
 
 static void host_is_ip_literal_is_strict(void **state)
@@ -796,6 +821,7 @@ int main(void)
 		cmocka_unit_test(host_glob_double_star_matches_one_or_more_labels),
 		cmocka_unit_test(host_match_is_case_insensitive_and_ignores_trailing_dot),
 		cmocka_unit_test(host_pattern_refuses_broad_or_misplaced_globs),
+		cmocka_unit_test(host_label_globs_match_like_openshell),
 		cmocka_unit_test(host_is_ip_literal_is_strict),
 		cmocka_unit_test(host_metadata_names_are_recognised),
 		cmocka_unit_test(path_glob_single_star_stays_in_one_component),
