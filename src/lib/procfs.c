@@ -9,7 +9,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/kcmp.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -77,39 +79,94 @@ int procfs_stat_read(pid_t pid, struct procfs_stat *out, os_error *err)
 	return 0;
 }
 
-/* Is /proc/<pid> (a directory name) in the namespace and holding want? */
-static bool pid_holds(const char *pid, ino_t netns_ino, const char *want)
+/* Visits every socket fd of one fd directory: cb(inode, pid, data); a
+ * non-zero return stops the walk and is returned. */
+typedef int (*socket_fd_cb)(unsigned long inode, pid_t pid, void *data);
+
+static int scan_fd_dir(const char *dir, pid_t pid, socket_fd_cb cb, void *data)
 {
-	char path[64];
-	struct stat st;
-	/* Cheap filter first: most host processes live in another netns. */
-	if (str_format(path, sizeof path, NULL, "/proc/%s/ns/net", pid) < 0 ||
-	    stat(path, &st) < 0 || st.st_ino != netns_ino)
-		return false;
-	if (str_format(path, sizeof path, NULL, "/proc/%s/fd", pid) < 0)
-		return false;
-	DIR *d = opendir(path);
+	DIR *d = opendir(dir);
 	if (!d)
-		return false; /* exited meanwhile */
-	bool found = false;
+		return 0; /* exited meanwhile */
+	int rc = 0;
 	struct dirent *e;
-	while (!found && (e = readdir(d)) != NULL) {
-		char link[96], target[64];
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		char link[128], target[64];
+		uint64_t inode;
 		if (e->d_name[0] == '.' ||
-		    str_format(link, sizeof link, NULL, "%s/%s", path, e->d_name) < 0)
+		    str_format(link, sizeof link, NULL, "%s/%s", dir, e->d_name) < 0)
 			continue;
 		ssize_t n = readlink(link, target, sizeof target - 1);
-		if (n <= 0)
+		if (n < 10 || memcmp(target, "socket:[", 8) != 0 || target[n - 1] != ']')
 			continue;
-		target[n] = '\0';
-		found = strcmp(target, want) == 0;
+		if (parse_u64(target + 8, (size_t)n - 9, 1, UINT64_MAX, &inode, NULL) == 0)
+			rc = cb((unsigned long)inode, pid, data);
 	}
 	closedir(d);
-	return found;
+	return rc;
+}
+
+/* A thread created without CLONE_FILES has an fd table of its own that
+ * /proc/PID/fd (the leader's) does not show: an attacker's thread could
+ * hold a socket there unseen. Such tasks are found with kcmp(KCMP_FILES)
+ * and their tables walked too, reported under the process's pid (threads
+ * share its memory, so its executable). */
+static int scan_private_task_tables(pid_t pid, socket_fd_cb cb, void *data)
+{
+	char path[64];
+	if (str_format(path, sizeof path, NULL, "/proc/%d/task", (int)pid) < 0)
+		return 0;
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	int rc = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		uint64_t tid;
+		char fds[96];
+		if (parse_u64_str(e->d_name, 1, INT32_MAX, &tid, NULL) < 0 || (pid_t)tid == pid)
+			continue;
+		if (syscall(SYS_kcmp, pid, (pid_t)tid, KCMP_FILES, 0, 0) == 0)
+			continue; /* the same table as the leader's, walked already */
+		if (str_format(fds, sizeof fds, NULL, "%s/%s/fd", path, e->d_name) == 0)
+			rc = scan_fd_dir(fds, pid, cb, data);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Every socket fd of every process in the network namespace, but skip. */
+static int scan_namespace(ino_t netns_ino, pid_t skip, socket_fd_cb cb, void *data, os_error *err)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return os_error_errno(err, "opening /proc");
+	int rc = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		uint64_t v;
+		char path[64];
+		struct stat st;
+		if (parse_u64_str(e->d_name, 1, INT32_MAX, &v, NULL) < 0 || (pid_t)v == skip)
+			continue;
+		/* Cheap filter first: most host processes live in another netns. */
+		if (str_format(path, sizeof path, NULL, "/proc/%s/ns/net", e->d_name) < 0 ||
+		    stat(path, &st) < 0 || st.st_ino != netns_ino)
+			continue;
+		if (str_format(path, sizeof path, NULL, "/proc/%s/fd", e->d_name) < 0)
+			continue;
+		rc = scan_fd_dir(path, (pid_t)v, cb, data);
+		if (rc == 0)
+			rc = scan_private_task_tables((pid_t)v, cb, data);
+	}
+	closedir(d);
+	return rc < 0 ? -1 : 0;
 }
 
 static int owners_add(struct procfs_owners *o, pid_t pid, os_error *err)
 {
+	if (o->n && o->pid[o->n - 1] == pid)
+		return 0; /* several fds (or tables) of one process: one owner */
 	if (o->n == PROCFS_SOCKET_OWNERS_MAX)
 		return os_error_set(err, E2BIG, "more than %d processes hold the socket",
 				    PROCFS_SOCKET_OWNERS_MAX);
@@ -127,27 +184,94 @@ static int owners_add(struct procfs_owners *o, pid_t pid, os_error *err)
 	return 0;
 }
 
+struct owners_walk {
+	unsigned long inode;
+	struct procfs_owners *out;
+	os_error *err;
+};
+
+static int owners_cb(unsigned long inode, pid_t pid, void *data)
+{
+	struct owners_walk *w = data;
+	return inode == w->inode ? owners_add(w->out, pid, w->err) : 0;
+}
+
 int procfs_socket_owners(ino_t netns_ino, unsigned long inode, pid_t skip,
 			 struct procfs_owners *out, os_error *err)
 {
 	procfs_owners_free(out);
-	char want[48];
-	if (str_format(want, sizeof want, err, "socket:[%lu]", inode) < 0)
-		return -1;
-	DIR *d = opendir("/proc");
-	if (!d)
-		return os_error_errno(err, "opening /proc");
-	int rc = 0;
-	struct dirent *e;
-	while (rc == 0 && (e = readdir(d)) != NULL) {
-		uint64_t v;
-		if (parse_u64_str(e->d_name, 1, INT32_MAX, &v, NULL) < 0 || (pid_t)v == skip)
-			continue;
-		if (pid_holds(e->d_name, netns_ino, want))
-			rc = owners_add(out, (pid_t)v, err);
+	struct owners_walk w = { inode, out, err };
+	return scan_namespace(netns_ino, skip, owners_cb, &w, err);
+}
+
+/* The index: every (inode, pid) pair of a namespace, sorted by inode. */
+struct index_walk {
+	struct procfs_socket_index *idx;
+	os_error *err;
+};
+
+static int index_cb(unsigned long inode, pid_t pid, void *data)
+{
+	struct index_walk *w = data;
+	struct procfs_socket_index *x = w->idx;
+	if (x->n == PROCFS_SOCKET_INDEX_MAX)
+		return os_error_set(w->err, E2BIG, "more than %d sockets in the namespace",
+				    PROCFS_SOCKET_INDEX_MAX);
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 256;
+		struct procfs_socket_ref *ne = realloc(x->ref, cap * sizeof *ne);
+		if (!ne)
+			return os_error_set(w->err, ENOMEM, "socket index: out of memory");
+		x->ref = ne;
+		x->cap = cap;
 	}
-	closedir(d);
-	return rc;
+	x->ref[x->n++] = (struct procfs_socket_ref){ inode, pid };
+	return 0;
+}
+
+static int by_inode(const void *a, const void *b)
+{
+	const struct procfs_socket_ref *x = a, *y = b;
+	if (x->inode != y->inode)
+		return x->inode < y->inode ? -1 : 1;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int procfs_socket_index_build(ino_t netns_ino, pid_t skip, struct procfs_socket_index *out,
+			      os_error *err)
+{
+	procfs_socket_index_free(out);
+	struct index_walk w = { out, err };
+	if (scan_namespace(netns_ino, skip, index_cb, &w, err) < 0) {
+		procfs_socket_index_free(out);
+		return -1;
+	}
+	qsort(out->ref, out->n, sizeof *out->ref, by_inode);
+	return 0;
+}
+
+int procfs_socket_index_owners(const struct procfs_socket_index *idx, unsigned long inode,
+			       struct procfs_owners *out, os_error *err)
+{
+	procfs_owners_free(out);
+	size_t lo = 0, hi = idx->n;
+	while (lo < hi) { /* first entry with this inode */
+		size_t mid = lo + (hi - lo) / 2;
+		if (idx->ref[mid].inode < inode)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < idx->n && idx->ref[i].inode == inode; i++)
+		if (owners_add(out, idx->ref[i].pid, err) < 0)
+			return -1;
+	return 0;
+}
+
+void procfs_socket_index_free(struct procfs_socket_index *idx)
+{
+	free(idx->ref);
+	*idx = (struct procfs_socket_index){ 0 };
 }
 
 void procfs_owners_free(struct procfs_owners *o)

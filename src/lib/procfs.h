@@ -46,4 +46,29 @@ int procfs_socket_owners(ino_t netns_ino, unsigned long inode, pid_t skip,
 void procfs_owners_free(struct procfs_owners *o);
 #define _cleanup_procfs_owners_ __attribute__((cleanup(procfs_owners_free)))
 
+/* Both walks include the fd tables of threads created without CLONE_FILES
+ * (invisible in /proc/PID/fd), reported under their process's pid. */
+
+/* A snapshot of every socket fd in a namespace, for many lookups made at
+ * one moment (a batch of accepted connections): one walk instead of one
+ * per lookup. More than PROCFS_SOCKET_INDEX_MAX socket fds is an error. */
+#define PROCFS_SOCKET_INDEX_MAX (1u << 22)
+
+struct procfs_socket_ref {
+	unsigned long inode;
+	pid_t pid;
+};
+
+struct procfs_socket_index {
+	struct procfs_socket_ref *ref; /* sorted by inode, then pid */
+	size_t n, cap;
+};
+
+int procfs_socket_index_build(ino_t netns_ino, pid_t skip, struct procfs_socket_index *out,
+			      os_error *err);
+/* The owners of inode in the snapshot, each pid once, lowest first. */
+int procfs_socket_index_owners(const struct procfs_socket_index *idx, unsigned long inode,
+			       struct procfs_owners *out, os_error *err);
+void procfs_socket_index_free(struct procfs_socket_index *idx);
+
 #endif

@@ -30,6 +30,7 @@ POLICY = f"""  curlonly:
 """
 PROBES = ["id_curl_allowed", "id_python_denied", "id_copied_binary", "id_hardlink",
           "id_symlink_to_allowed", "id_dynamic_loader", "id_replace_after_use", "id_ld_preload",
+          "id_openssl_conf",
           "id_relay_denied_via_allowed", "id_child_of_allowed_interpreter"]
 PRELOAD_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agents",
                            "preload_relay.c")
@@ -103,12 +104,26 @@ def test_system_binary_cannot_be_rewritten(sb):
     assert sb.result("id_replace_after_use")["write_usr_bin_curl"] in ("EACCES", "EROFS", "EPERM")
 
 
-def test_ld_preload_code_inherits_the_allowed_identity_not_prevented(sb, upstream):
-    """LD_PRELOAD is not blocked: code loaded into curl is curl to the
-    proxy. Pinned here so a fix shows up; listed as not prevented."""
+def test_ld_preload_from_a_writable_path_is_not_the_allowed_binary(sb, upstream):
+    """Code preloaded into curl from where the agent writes makes curl
+    someone else: its own request and the library's are both refused."""
     r = sb.result("id_ld_preload")
-    assert r["code"] == 200 and "PRELOAD 200" in r["err"]
-    assert reached(upstream, "/preload-evil")
+    assert r["code"] == 403 and "PRELOAD 403" in r["err"], r
+    assert not reached(upstream, "/preload-evil") and not reached(upstream, "/preload-cover")
+    denials = [x for x in sb.records() if x.get("decision") == "deny"
+               and "identity_code_injected" in (x.get("detail") or "")]
+    assert denials, sb.records()
+    # Positive control: the same curl without the library reaches it.
+    assert sb.result("id_curl_allowed")["code"] == 200
+
+
+def test_openssl_conf_naming_writable_code_is_not_the_allowed_binary(sb, upstream):
+    r = sb.result("id_openssl_conf")
+    assert r["injected"]["code"] == 403, r
+    assert not reached(upstream, "/openssl-conf-evil")
+    # Control: OPENSSL_CONF naming the system configuration is fine.
+    assert r["system"]["code"] == 200, r
+    assert reached(upstream, "/openssl-conf-system")
 
 
 def test_allowed_binary_relaying_for_denied_caller_not_prevented(sb, upstream):

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -234,6 +236,84 @@ static void owners_are_all_returned(void **state)
 	close(sv[1]);
 }
 
+/* A thread made without CLONE_FILES: its fd table is its own, and its
+ * socket does not appear under /proc/PID/fd (the leader's table). */
+static int private_table_thread(void *arg)
+{
+	int *report = arg, sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		_exit(1);
+	unsigned long ino = inode_of(sv[0]);
+	if (write(report[1], &ino, sizeof ino) != (ssize_t)sizeof ino)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+static pid_t fork_with_private_table_thread(unsigned long *inode)
+{
+	int report[2];
+	assert_int_equal(pipe(report), 0);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		size_t size = 256 * 1024;
+		char *stack = malloc(size);
+		if (!stack || clone(private_table_thread, stack + size,
+				    CLONE_VM | CLONE_SIGHAND | CLONE_THREAD, report) < 0)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(report[1]); /* a thread that failed then ends the read */
+	assert_int_equal(read(report[0], inode, sizeof *inode), (ssize_t)sizeof *inode);
+	close(report[0]);
+	return kid;
+}
+
+static void a_thread_with_its_own_fd_table_is_an_owner(void **state)
+{
+	(void)state;
+	unsigned long inode;
+	pid_t kid = fork_with_private_table_thread(&inode);
+	_cleanup_procfs_owners_ struct procfs_owners o = { 0 };
+	os_error err = { 0 };
+	assert_int_equal(procfs_socket_owners(own_netns(), inode, 0, &o, &err), 0);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.pid[0], kid);
+	reap(&kid, 1);
+}
+
+static void the_index_answers_like_the_walk(void **state)
+{
+	(void)state;
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	unsigned long held = inode_of(sv[1]), hidden;
+	pid_t kids[3];
+	fork_holders(sv[1], kids, 2);
+	kids[2] = fork_with_private_table_thread(&hidden);
+	struct procfs_socket_index idx = { 0 };
+	_cleanup_procfs_owners_ struct procfs_owners o = { 0 };
+	os_error err = { 0 };
+	assert_int_equal(procfs_socket_index_build(own_netns(), getpid(), &idx, &err), 0);
+	assert_int_equal(procfs_socket_index_owners(&idx, held, &o, &err), 0);
+	assert_int_equal(o.n, 3); /* the third child inherited it too */
+	assert_true(has_pid(&o, kids[0]) && has_pid(&o, kids[1]) && has_pid(&o, kids[2]));
+	assert_int_equal(procfs_socket_index_owners(&idx, hidden, &o, &err), 0);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.pid[0], kids[2]);
+	/* Our own end was skipped; an unknown inode has no owner. */
+	assert_int_equal(procfs_socket_index_owners(&idx, inode_of(sv[0]), &o, &err), 0);
+	assert_false(has_pid(&o, getpid()));
+	assert_int_equal(procfs_socket_index_owners(&idx, 1, &o, &err), 0);
+	assert_int_equal(o.n, 0);
+	procfs_socket_index_free(&idx);
+	reap(kids, 3);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +322,8 @@ int main(void)
 		cmocka_unit_test(stat_read_of_a_real_child_with_a_hostile_name),
 		cmocka_unit_test(owners_of_a_socket_held_by_a_child),
 		cmocka_unit_test(owners_are_all_returned),
+		cmocka_unit_test(a_thread_with_its_own_fd_table_is_an_owner),
+		cmocka_unit_test(the_index_answers_like_the_walk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

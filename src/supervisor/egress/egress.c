@@ -30,6 +30,7 @@ struct egress {
 	struct audit *audit;
 	struct proxy_config cfg;
 	struct identity_ctx *identity; /* owned by the proxy; NULL until bound */
+	json_t *fs; /* the launch spec's filesystem lists, shared with the spec */
 	uint64_t generation; /* 1 at start, +1 per policy swapped in */
 	char ca_path[PATH_MAX], bundle_path[PATH_MAX];
 };
@@ -164,8 +165,10 @@ static void fill_filesystem(struct egress *e, const struct policy_doc *d, json_t
 	 * need the launcher's mount namespace, which split agents lack. */
 	if (e->o.run_dir && !inside_any(rw, e->o.run_dir))
 		json_array_append_new(ro, json_string(e->o.run_dir));
-	json_object_set_new(spec, "filesystem",
-			    json_pack("{s:o, s:o}", "read_only", ro, "read_write", rw));
+	json_t *fs = json_pack("{s:o, s:o}", "read_only", ro, "read_write", rw);
+	json_decref(e->fs);
+	e->fs = json_incref(fs);
+	json_object_set_new(spec, "filesystem", fs);
 	json_object_set_new(spec, "landlock",
 			    json_string(d->landlock == POLICY_LANDLOCK_HARD_REQUIREMENT
 						? "hard_requirement"
@@ -229,11 +232,43 @@ int egress_fill_spec(struct egress *e, json_t *spec, const char *proxy_url, os_e
 	return 0;
 }
 
+/* The strings of a JSON array of paths, borrowed from it. */
+static const char **path_list(const json_t *a, size_t *n)
+{
+	*n = json_array_size(a);
+	const char **v = calloc(*n ? *n : 1, sizeof *v);
+	for (size_t i = 0; v && i < *n; i++)
+		v[i] = json_string_value(json_array_get(a, i));
+	return v;
+}
+
+/* The agent's read-only tree decides what code may run as an allowed
+ * binary (injection.h): the lists the launch spec was given. */
+static int set_identity_tree(struct egress *e, struct identity_ctx *id, os_error *err)
+{
+	if (!e->fs)
+		return 0;
+	struct injection_tree t;
+	_cleanup_free_ const char **ro =
+		path_list(json_object_get(e->fs, "read_only"), &t.n_read_only);
+	_cleanup_free_ const char **rw =
+		path_list(json_object_get(e->fs, "read_write"), &t.n_read_write);
+	if (!ro || !rw)
+		return os_error_set(err, ENOMEM, "out of memory");
+	t.read_only = ro;
+	t.read_write = rw;
+	return identity_ctx_set_tree(id, &t, err);
+}
+
 int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err)
 {
 	struct identity_ctx *id;
 	if (identity_ctx_new(entry_pid, &id, err) < 0)
 		return os_error_prefix(err, "caller identity");
+	if (set_identity_tree(e, id, err) < 0) {
+		identity_ctx_free(id);
+		return os_error_prefix(err, "caller identity");
+	}
 	proxy_set_identity(e->proxy, id);
 	e->identity = id;
 	return 0;
@@ -341,6 +376,7 @@ void egress_free(struct egress *e)
 	if (!e)
 		return;
 	proxy_free(e->proxy);
+	json_decref(e->fs);
 	resolver_free(e->cfg.resolver);
 	credentials_free(e->cfg.creds);
 	inference_routes_free(e->cfg.inference);

@@ -17,6 +17,7 @@
 #include "fdutil.h"
 #include "parse.h"
 #include "procfs.h"
+#include "sha256.h"
 
 #define PROC_NET_CAP (16u << 20) /* /proc/net/tcp of a busy namespace */
 #define PIN_MAX 1024 /* distinct executables pinned per sandbox */
@@ -37,6 +38,17 @@ struct identity_ctx {
 	ino_t netns_ino;
 	struct exe_pin *pins;
 	size_t n_pins;
+	/* The policy's read-only tree: code mapped from elsewhere makes a
+	 * process "not that binary" (injection.h). Unset: not checked. */
+	bool has_tree;
+	struct injection_tree tree;
+	char **tree_paths; /* owns the strings tree points to */
+	size_t n_tree_paths;
+	/* Between identity_batch_begin and _end: one snapshot of the tcp
+	 * tables and of the namespace's socket owners, made at first use. */
+	bool batch, batch_indexed;
+	struct procfs_socket_index index;
+	char *tcp_text[2]; /* [0] tcp, [1] tcp6 */
 };
 
 const char *identity_failure_name(enum identity_failure f)
@@ -49,6 +61,8 @@ const char *identity_failure_name(enum identity_failure f)
 		[IDENTITY_OUTSIDE] = "identity_outside_sandbox",
 		[IDENTITY_HASH_MISMATCH] = "binary_hash_mismatch",
 		[IDENTITY_PROC_ERROR] = "identity_proc_error",
+		[IDENTITY_INJECTED] = "identity_code_injected",
+		[IDENTITY_CHANGED] = "identity_changed",
 	};
 	return (unsigned)f < ARRAY_SIZE(names) ? names[f] : "identity_unknown";
 }
@@ -78,12 +92,82 @@ int identity_ctx_new(pid_t entry_pid, struct identity_ctx **out, os_error *err)
 	return 0;
 }
 
+static void free_tree(struct identity_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->n_tree_paths; i++)
+		free(ctx->tree_paths[i]);
+	free(ctx->tree_paths);
+	ctx->tree_paths = NULL;
+	ctx->n_tree_paths = 0;
+	ctx->has_tree = false;
+}
+
+void identity_batch_begin(struct identity_ctx *ctx)
+{
+	ctx->batch = true;
+}
+
+void identity_batch_end(struct identity_ctx *ctx)
+{
+	procfs_socket_index_free(&ctx->index);
+	for (int i = 0; i < 2; i++) {
+		free(ctx->tcp_text[i]);
+		ctx->tcp_text[i] = NULL;
+	}
+	ctx->batch = ctx->batch_indexed = false;
+}
+
 void identity_ctx_free(struct identity_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	identity_batch_end(ctx);
+	free_tree(ctx);
 	free(ctx->pins);
 	free(ctx);
+}
+
+int identity_ctx_set_tree(struct identity_ctx *ctx, const struct injection_tree *t, os_error *err)
+{
+	size_t n = t->n_read_only + t->n_read_write;
+	free_tree(ctx);
+	ctx->tree_paths = calloc(n ? n : 1, sizeof(char *));
+	if (!ctx->tree_paths)
+		return os_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const char *p =
+			i < t->n_read_only ? t->read_only[i] : t->read_write[i - t->n_read_only];
+		if (!(ctx->tree_paths[i] = strdup(p))) {
+			free_tree(ctx);
+			return os_error_set(err, ENOMEM, "out of memory");
+		}
+		ctx->n_tree_paths++;
+	}
+	ctx->tree = (struct injection_tree){
+		.read_only = (const char *const *)ctx->tree_paths,
+		.n_read_only = t->n_read_only,
+		.read_write = (const char *const *)ctx->tree_paths + t->n_read_only,
+		.n_read_write = t->n_read_write,
+	};
+	ctx->has_tree = true;
+	return 0;
+}
+
+/* Foreign code loaded into pid (running slot) makes it someone else. */
+static enum identity_failure check_injected(struct identity_ctx *ctx, pid_t p, const char *exe,
+					    os_error *err)
+{
+	char why[INJECTION_WHY_MAX];
+	if (!ctx->has_tree)
+		return IDENTITY_OK;
+	int rc = injection_check(p, &ctx->tree, why, sizeof why, err);
+	if (rc < 0)
+		return IDENTITY_PROC_ERROR;
+	if (rc > 0) {
+		os_error_set(err, EPERM, "pid %d (%s) is not that binary: %s", (int)p, exe, why);
+		return IDENTITY_INJECTED;
+	}
+	return IDENTITY_OK;
 }
 
 /* Formats an address the way /proc/net/tcp{,6} prints it: each 32-bit word
@@ -168,10 +252,13 @@ static int find_socket_inode(struct identity_ctx *ctx, const struct sockaddr *pe
 	bool v6 = peer->sa_family == AF_INET6;
 	snprintf(path, sizeof path, "/proc/%d/net/%s", (int)ctx->entry_pid, v6 ? "tcp6" : "tcp");
 	_cleanup_free_ char *text = NULL;
-	if (file_read_all(path, PROC_NET_CAP, &text, NULL, err) < 0)
+	char **cached = ctx->batch ? &ctx->tcp_text[v6] : NULL;
+	if ((!cached || !*cached) && file_read_all(path, PROC_NET_CAP, &text, NULL, err) < 0)
 		return -1;
+	if (cached && !*cached)
+		*cached = steal_ptr(text);
 	/* From the agent's side its socket is local=peer, remote=our local. */
-	return identity_parse_proc_net(text, v6, peer, local, inode, uid);
+	return identity_parse_proc_net(cached ? *cached : text, v6, peer, local, inode, uid);
 }
 
 static pid_t read_ppid(pid_t pid)
@@ -331,6 +418,8 @@ static enum identity_failure build_chain(struct identity_ctx *ctx, pid_t pid, st
 			return IDENTITY_PROC_ERROR;
 		}
 		enum identity_failure f = verify_pin(ctx, p, slot, err);
+		if (f == IDENTITY_OK)
+			f = check_injected(ctx, p, slot, err);
 		if (f != IDENTITY_OK)
 			return f;
 		out->n_chain++;
@@ -340,6 +429,78 @@ static enum identity_failure build_chain(struct identity_ctx *ctx, pid_t pid, st
 	os_error_set(err, ELOOP, "pid %d: ancestor chain longer than %d", (int)pid,
 		     IDENTITY_CHAIN_MAX);
 	return IDENTITY_OUTSIDE;
+}
+
+/* Consecutive equal entries are one (a process that forked without exec
+ * shares its parent's executable): the ancestry, as policy sees it. */
+static bool same_ancestry(const struct identity *a, const struct identity *b)
+{
+	size_t i = 0, j = 0;
+	while (i < a->n_chain && j < b->n_chain) {
+		if (strcmp(a->chain[i], b->chain[j]) != 0)
+			return false;
+		while (i + 1 < a->n_chain && !strcmp(a->chain[i + 1], a->chain[i]))
+			i++;
+		while (j + 1 < b->n_chain && !strcmp(b->chain[j + 1], b->chain[j]))
+			j++;
+		i++;
+		j++;
+	}
+	return i == a->n_chain && j == b->n_chain;
+}
+
+/* Every holder of the socket is judged, not one: each must be inside the
+ * sandbox, unpinned-content-free and free of foreign code, with the same
+ * ancestry as the one reported, or the socket may be serving a process the
+ * policy would refuse. */
+static enum identity_failure every_owner_agrees(struct identity_ctx *ctx, const pid_t *pids,
+						size_t n, const struct identity *reported,
+						os_error *err)
+{
+	if (n == 1)
+		return IDENTITY_OK;
+	_cleanup_free_ struct identity *other = malloc(sizeof *other);
+	if (!other) {
+		os_error_set(err, ENOMEM, "out of memory");
+		return IDENTITY_PROC_ERROR;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (pids[i] == reported->pid)
+			continue;
+		enum identity_failure f = build_chain(ctx, pids[i], other, err);
+		if (f != IDENTITY_OK)
+			return f;
+		if (!same_ancestry(reported, other)) {
+			os_error_set(err, EPERM,
+				     "socket shared by pids %d and %d with different ancestry",
+				     (int)reported->pid, (int)pids[i]);
+			return IDENTITY_OWNERS_DISAGREE;
+		}
+	}
+	return IDENTITY_OK;
+}
+
+void identity_digest(const struct identity *id, uint8_t out[SHA256_LEN])
+{
+	struct sha256 c;
+	sha256_init(&c);
+	for (size_t i = 0; i < id->n_chain; i++)
+		sha256_update(&c, id->chain[i], strlen(id->chain[i]) + 1);
+	sha256_final(&c, out);
+}
+
+/* Our own fds hold the other end, never the caller: our pid is skipped. */
+static int find_owners(struct identity_ctx *ctx, unsigned long inode, struct procfs_owners *out,
+		       os_error *err)
+{
+	if (!ctx->batch)
+		return procfs_socket_owners(ctx->netns_ino, inode, getpid(), out, err);
+	if (!ctx->batch_indexed) {
+		if (procfs_socket_index_build(ctx->netns_ino, getpid(), &ctx->index, err) < 0)
+			return -1;
+		ctx->batch_indexed = true;
+	}
+	return procfs_socket_index_owners(&ctx->index, inode, out, err);
 }
 
 enum identity_failure identity_resolve(struct identity_ctx *ctx, const struct sockaddr *peer,
@@ -355,7 +516,7 @@ enum identity_failure identity_resolve(struct identity_ctx *ctx, const struct so
 	/* All of them, or none: a list cut short could hide the one that differs.
 	 * Our own fds hold the other end, never the caller. */
 	_cleanup_procfs_owners_ struct procfs_owners owners = { 0 };
-	if (procfs_socket_owners(ctx->netns_ino, inode, getpid(), &owners, err) < 0) {
+	if (find_owners(ctx, inode, &owners, err) < 0) {
 		os_error_prefix(err, "owners of socket inode %lu", inode);
 		return IDENTITY_PROC_ERROR;
 	}
@@ -382,5 +543,6 @@ enum identity_failure identity_resolve(struct identity_ctx *ctx, const struct so
 			lowest = pids[i];
 	}
 	out->pid = lowest;
-	return build_chain(ctx, lowest, out, err);
+	enum identity_failure f = build_chain(ctx, lowest, out, err);
+	return f == IDENTITY_OK ? every_owner_agrees(ctx, pids, n, out, err) : f;
 }

@@ -14,6 +14,8 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "injection.h"
+#include "sha256.h"
 
 #define IDENTITY_CHAIN_MAX 32 /* ancestors considered, entry process included */
 
@@ -25,6 +27,8 @@ enum identity_failure {
 	IDENTITY_OUTSIDE, /* owner is not a descendant of the entry process */
 	IDENTITY_HASH_MISMATCH, /* executable content changed since first use */
 	IDENTITY_PROC_ERROR, /* /proc could not be read */
+	IDENTITY_INJECTED, /* foreign code is loaded into a process of the chain */
+	IDENTITY_CHANGED, /* who holds the socket changed between two lookups */
 };
 
 struct identity {
@@ -53,6 +57,21 @@ enum identity_failure identity_resolve(struct identity_ctx *ctx, const struct so
 				       os_error *err);
 
 const char *identity_failure_name(enum identity_failure f);
+
+/* The policy's filesystem lists (copied): from now on a process with code
+ * mapped from outside the read-only tree, or loader variables naming it, is
+ * not the binary it runs (IDENTITY_INJECTED). */
+int identity_ctx_set_tree(struct identity_ctx *ctx, const struct injection_tree *t, os_error *err);
+
+/* Lookups made between these two (the connections of one accept batch)
+ * share one snapshot of the sockets and their owners: one /proc walk
+ * instead of one per lookup. Lookups outside a batch always walk afresh. */
+void identity_batch_begin(struct identity_ctx *ctx);
+void identity_batch_end(struct identity_ctx *ctx);
+
+/* A digest of the ancestry (the executables of the chain), to compare two
+ * lookups of one connection without keeping both chains. */
+void identity_digest(const struct identity *id, uint8_t out[SHA256_LEN]);
 
 /* Test seam: find the inode of the socket with this 4-tuple in the text of a
  * /proc/net/tcp (or tcp6) file. Returns 0 and sets inode and uid, or -1. */

@@ -344,6 +344,7 @@ static void accept_one(struct proxy *p, int fd, const struct sockaddr_storage *p
 		conn_close(c);
 		return;
 	}
+	proxy_identify_at_accept(c);
 	if (p->n_conns > p->cfg.limits.max_conns) {
 		reply_error(c, 503, "too_many_connections",
 			    "connection limit of this sandbox reached", "conn_limit");
@@ -351,22 +352,35 @@ static void accept_one(struct proxy *p, int fd, const struct sockaddr_storage *p
 	}
 }
 
+#define ACCEPT_BATCH 64
+
+/* Accepts a batch first, then sets each connection up: the callers of the
+ * whole batch are looked up in one snapshot of /proc taken after the last
+ * accept, so every socket of the batch is in it. */
 static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned events, void *data)
 {
 	struct proxy *p = data;
-	for (int i = 0; i < 64; i++) {
-		struct sockaddr_storage peer;
-		socklen_t len = sizeof peer;
-		int fd = accept4(lfd, (struct sockaddr *)&peer, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct sockaddr_storage peer[ACCEPT_BATCH];
+	int fds[ACCEPT_BATCH], n = 0;
+	while (n < ACCEPT_BATCH) {
+		socklen_t len = sizeof peer[n];
+		int fd = accept4(lfd, (struct sockaddr *)&peer[n], &len,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				log_warn("proxy: accept: %s", strerror(errno));
-			return;
+			break;
 		}
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-		accept_one(p, fd, &peer);
+		fds[n++] = fd;
 	}
+	if (p->cfg.identity)
+		identity_batch_begin(p->cfg.identity);
+	for (int i = 0; i < n; i++)
+		accept_one(p, fds[i], &peer[i]);
+	if (p->cfg.identity)
+		identity_batch_end(p->cfg.identity);
 }
 
 int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out, os_error *err)

@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "http.h"
 #include "egress_proxy.h"
+#include "sha256.h"
 #include "stream.h"
 
 /* A connection's lifecycle; proxy_state.c names the states and holds the
@@ -77,6 +78,12 @@ struct conn {
 	size_t n_chain;
 	bool id_failed;
 	const char *id_reason;
+	/* The lookup made when the connection was accepted: the one at the
+	 * first request must agree with it, so a socket held by an allowed
+	 * binary only for the moment of one lookup is not enough. */
+	bool accept_checked;
+	const char *accept_failure; /* identity_failure_name(), or NULL */
+	uint8_t accept_digest[SHA256_LEN];
 	struct policy_gen *gen; /* generation that admitted the tunnel/connection */
 	uint64_t gen_serial;
 	/* destination */
@@ -136,6 +143,8 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 
 /* proxy_request.c */
 enum step_result request_head_step(struct conn *c);
+/* The first of the two caller lookups, when the connection is accepted. */
+void proxy_identify_at_accept(struct conn *c);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);

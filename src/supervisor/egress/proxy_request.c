@@ -58,7 +58,40 @@ static bool keep_chain(struct conn *c, const struct identity *id)
 	return true;
 }
 
-/* Who is calling: resolved once per connection from the kernel. */
+void proxy_identify_at_accept(struct conn *c)
+{
+	const struct proxy_config *cfg = proxy_cfg(c->proxy);
+	if (!cfg->identity)
+		return;
+	struct identity *id = calloc(1, sizeof *id);
+	os_error err = { 0 };
+	enum identity_failure f =
+		id ? identity_resolve(cfg->identity, (void *)&c->peer, (void *)&c->local, id, &err)
+		   : IDENTITY_PROC_ERROR;
+	c->accept_checked = true;
+	if (f == IDENTITY_OK) {
+		identity_digest(id, c->accept_digest);
+	} else {
+		c->accept_failure = identity_failure_name(f);
+		log_debug("proxy: identity at accept: %s", err.msg);
+	}
+	free(id);
+}
+
+/* The second lookup must name what the first did. */
+static enum identity_failure agrees_with_accept(const struct conn *c, const struct identity *id)
+{
+	uint8_t digest[SHA256_LEN];
+	if (!c->accept_checked)
+		return IDENTITY_OK;
+	if (c->accept_failure)
+		return IDENTITY_CHANGED;
+	identity_digest(id, digest);
+	return ct_equal(digest, c->accept_digest, sizeof digest) ? IDENTITY_OK : IDENTITY_CHANGED;
+}
+
+/* Who is calling: resolved from the kernel at the first request (or
+ * CONNECT, before any tunnel opens) and compared with the lookup at accept. */
 static void identify(struct conn *c)
 {
 	if (c->identified || c->id_failed)
@@ -74,6 +107,9 @@ static void identify(struct conn *c)
 	enum identity_failure f =
 		id ? identity_resolve(cfg->identity, (void *)&c->peer, (void *)&c->local, id, &err)
 		   : IDENTITY_PROC_ERROR;
+	if (f == IDENTITY_OK && (f = agrees_with_accept(c, id)) != IDENTITY_OK)
+		os_error_set(&err, EPERM, "the socket's holder changed since accept (%s)",
+			     c->accept_failure ? c->accept_failure : "another ancestry");
 	if (f != IDENTITY_OK || !keep_chain(c, id)) {
 		c->id_failed = true;
 		c->id_reason = identity_failure_name(f);

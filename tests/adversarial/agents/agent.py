@@ -549,10 +549,33 @@ def id_replace_after_use():
 
 @probe
 def id_ld_preload():
-    lib = os.path.join(DIR, "preload_relay.so")
-    if not os.path.exists(lib):
+    """The attacker's library, written where the agent can write (/tmp),
+    preloaded into allowed curl: its constructor makes its own request."""
+    built = os.path.join(DIR, "preload_relay.so")
+    if not os.path.exists(built):
         return {"skipped": "no compiler"}
+    lib = "/tmp/preload_relay.so"
+    shutil.copy(built, lib)
+    os.chmod(lib, 0o755)
     return curl(f"{BIN}/preload-cover", env={"LD_PRELOAD": lib})
+
+
+@probe
+def id_openssl_conf():
+    """OPENSSL_CONF loads provider modules without any LD_* variable: a
+    config the agent wrote makes curl load the attacker's library."""
+    built = os.path.join(DIR, "preload_relay.so")
+    if not os.path.exists(built):
+        return {"skipped": "no compiler"}
+    shutil.copy(built, "/tmp/evil_provider.so")
+    with open("/tmp/evil.cnf", "w") as f:
+        f.write("openssl_conf = init\n[init]\nproviders = prov\n"
+                "[prov]\nevil = evil_sect\n[evil_sect]\nmodule = /tmp/evil_provider.so\n"
+                "activate = 1\n")
+    injected = curl(f"{BIN}/openssl-conf-evil", env={"OPENSSL_CONF": "/tmp/evil.cnf"})
+    # Control: a configuration from the read-only tree is no injection.
+    system = curl(f"{BIN}/openssl-conf-system", env={"OPENSSL_CONF": "/etc/ssl/openssl.cnf"})
+    return {"injected": injected, "system": system}
 
 
 @probe
