@@ -268,3 +268,31 @@ def test_watch_follows_pod_changes_across_compaction(kube, drv):
          "the watch saw the supervisor become Ready")
     assert any(a["action"] == "ungated" for a in drv.reconcile_actions(mark))
     assert drv.request("GET", "/v1/gateway/status")[1]["kubernetes"]["watch"] == "ok"
+
+
+def test_check_config_names_the_key_and_starts_nothing(kube, drv, tmp_path):
+    """--check-config: what is wrong and where, exit 1; OK and exit 0 for a
+    good file; neither creates a state dir nor anything in the cluster."""
+    import subprocess
+    from gateway_util import GATEWAY
+    state = tmp_path / "never"
+    drv.configure(supervisor_image=None)
+    rc, out, err = drv.g.check_config("--set", f"gateway.state_dir={state}")
+    assert rc == 1 and "drivers.kubernetes.supervisor_image is required" in err, err
+    assert out["ok"] is False and "supervisor_image" in out["error"], out
+    drv.configure(default_runtime_class_name="Not_Valid")
+    rc, out, err = drv.g.check_config()
+    assert rc == 1 and "drivers.kubernetes.default_runtime_class_name" in err, err
+    drv.configure()  # control: the same file with valid settings
+    rc, out, err = drv.g.check_config("--set", f"gateway.state_dir={state}")
+    assert rc == 0 and out["ok"] is True and err.strip().endswith(": OK"), (out, err)
+    assert out["driver"] == "kubernetes" and out["kubernetes"]["namespace_exists"] is True, out
+    assert not state.exists(), "--check-config must not create the state dir"
+    assert kube.client.list(drv.path("Pod"))["items"] == []
+    # A default_driver nobody registered: the loader names the key and line.
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[openshell.gateway]\ndefault_driver = "nomad"\n')
+    p = subprocess.run([GATEWAY, "--check-config", str(bad)], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 1 and "bad.toml:2:" in p.stderr, p
+    assert "openshell.gateway.default_driver: 'nomad' is not one of" in p.stderr, p
