@@ -47,6 +47,7 @@
 #define OS_DRIVER_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -90,7 +91,28 @@ struct driver_ops {
 	 * told to reload. Added for the local driver. */
 	int (*configure)(struct driver *d, json_t *record, const struct driver_material *m,
 			 os_error *err);
+
+	/* ---- hosting: how the gateway drives a driver on its loop (all
+	 * optional; a driver without dispatch makes progress only in the calls
+	 * above). Like the isolation backends' event_fd + dispatch pair. ----
+	 * host_start: called once the host's loop runs (its signals blocked, so
+	 * a helper thread inherits the mask); starts background progress such
+	 * as a watch. Afterwards event_fd (-1: none) is polled for reading. */
+	int (*host_start)(struct driver *d, os_error *err);
+	int (*event_fd)(struct driver *d);
+	/* Called when event_fd is readable (DRIVER_DISPATCH_EVENT) and every
+	 * resync_ms (DRIVER_DISPATCH_RESYNC; also once before host_start).
+	 * Returns 1 when the backend changed, so the host reconciles its
+	 * records (and persists what reconcile changed), 0 when not. */
+	int (*dispatch)(struct driver *d, unsigned why, os_error *err);
+	unsigned resync_ms;
+	/* What GET /v1/gateway/status shows under the driver's name (a new
+	 * reference), or NULL when the driver has nothing to say. */
+	json_t *(*health)(struct driver *d);
 };
+
+#define DRIVER_DISPATCH_EVENT 1u
+#define DRIVER_DISPATCH_RESYNC 2u
 
 struct driver {
 	const struct driver_ops *ops;

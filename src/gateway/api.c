@@ -11,7 +11,7 @@
 #include "cleanup.h"
 #include "gateway.h"
 #include "json.h"
-#include "kube_host.h"
+#include "driver_host.h"
 
 #define SEGMENTS_MAX 8
 
@@ -136,8 +136,9 @@ static void status_route(struct gateway *gw, struct api_response *resp)
 	resp->body = json_pack("{s:s, s:s, s:s, s:I}", "version", GW_VERSION, "driver",
 			       gw->driver->ops->name, "state_dir", gw->state_dir, "sandboxes",
 			       (json_int_t)json_array_size(rows));
-	if (gw->kube && resp->body)
-		json_object_set_new(resp->body, "kubernetes", kube_host_status(gw));
+	json_t *health = resp->body ? driver_host_health(gw) : NULL;
+	if (health)
+		json_object_set_new(resp->body, gw->driver->ops->name, health);
 }
 
 void api_handle(struct gateway *gw, const struct api_request *req, struct api_response *resp)

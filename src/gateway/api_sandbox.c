@@ -181,8 +181,18 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 			return;
 		}
 	}
-	if (lifecycle_configure(gw, row, policy, token, &err) < 0 ||
-	    lifecycle_act(gw, row, "create", &err) < 0) {
+	if (lifecycle_configure(gw, row, policy, token, &err) < 0) {
+		/* Nothing was created; the row stays, in Error with the reason
+		 * (e.g. the cluster refused the driver), so the caller sees why. */
+		os_error werr = { 0 };
+		json_object_set_new(row, "phase", json_string("Error"));
+		json_object_set_new(row, "message", json_string(err.msg));
+		store_sandbox_update(gw->store, row, &werr);
+		resp->status = 201;
+		resp->body = api_sandbox_view(row);
+		return;
+	}
+	if (lifecycle_act(gw, row, "create", &err) < 0) {
 		/* The row stays, in Error with the reason: the caller sees why. */
 		resp->status = 201;
 		resp->body = api_sandbox_view(row);

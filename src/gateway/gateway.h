@@ -26,7 +26,7 @@ struct loop;
 struct loop_timer;
 struct server;
 struct sessions;
-struct kube_host;
+struct driver_host;
 struct execs;
 
 struct gateway {
@@ -40,7 +40,7 @@ struct gateway {
 	struct loop_timer *tick;
 	struct server *server;
 	struct sessions *sessions; /* live supervisor sessions (sessions.c) */
-	struct kube_host *kube; /* kubernetes driver hosting (kube_host.c), or NULL */
+	struct driver_host *host; /* how the loop drives the driver (driver_host.c) */
 	struct execs *execs; /* exec clients waiting for their relay (exec.c) */
 };
 

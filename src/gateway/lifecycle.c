@@ -276,12 +276,22 @@ int lifecycle_start(struct gateway *gw, os_error *err)
 	if (store_sandbox_list(gw->store, &rows, err) < 0)
 		return -1;
 	size_t n = json_array_size(rows);
+	_cleanup_json_ json_t *before = json_array();
 	json_t **recs = calloc(n + 1, sizeof(*recs));
-	if (!recs)
+	if (!recs || !before) {
+		free(recs);
 		return os_error_set(err, ENOMEM, "reconcile");
-	for (size_t i = 0; i < n; i++)
+	}
+	for (size_t i = 0; i < n; i++) {
 		recs[i] = json_object_get(json_array_get(rows, i), "record");
+		json_array_append_new(before, json_deep_copy(recs[i]));
+	}
 	int rc = gw->driver->ops->reconcile(gw->driver, recs, n, &report, err);
+	/* A record reconcile advanced (e.g. ungated while the gateway was
+	 * down) is saved, or the next pass would never see the change again. */
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!json_equal(json_array_get(before, i), recs[i]))
+			save(gw, json_array_get(rows, i), NULL);
 	free(recs);
 	if (rc < 0)
 		return os_error_prefix(err, "reconciling with the %s driver",

@@ -1,8 +1,9 @@
 /* main.c - openshell-gateway: reads the configuration (CLI > OPENSHELL_*
  * env > file > default), opens the state dir (database, keys, admin token,
- * all 0600), opens the driver (local, or kubernetes: kube_host.c),
+ * all 0600), opens the driver the registry names (driver_host.c),
  * reconciles, and serves the API until SIGTERM/SIGINT. Sandboxes outlive
- * the gateway; a restart re-adopts them. */
+ * the gateway; a restart re-adopts them. --check-config FILE only checks
+ * the configuration and the driver's view of it, and starts nothing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,9 +17,8 @@
 #include "config.h"
 #include "fdutil.h"
 #include "gateway.h"
-#include "selfpath.h"
-#include "kube_host.h"
-#include "local_driver.h"
+#include "json.h"
+#include "driver_host.h"
 #include "log.h"
 #include "loop.h"
 #include "parse.h"
@@ -30,7 +30,11 @@ static const char usage_text[] =
 	"         [--unix-socket PATH] [--state-dir DIR] [--log-level LEVEL]\n"
 	"         [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
 	"         [--set SECTION.KEY=VALUE]...\n"
-	"Every key is also read from OPENSHELL_<SECTION>_<KEY> (see docs).\n";
+	"       openshell-gateway --check-config FILE [--set SECTION.KEY=VALUE]...\n"
+	"Every key is also read from OPENSHELL_<SECTION>_<KEY> (see docs).\n"
+	"--check-config validates FILE and the selected driver's section (a\n"
+	"kubernetes one against the cluster, read-only), prints a JSON report\n"
+	"on stdout and exits 0 (OK) or 1, without starting anything.\n";
 
 /* On a log that is JSON lines (gateway.log), the usage is one record too. */
 static void usage(FILE *f)
@@ -41,7 +45,7 @@ static void usage(FILE *f)
 		fputs(usage_text, f);
 }
 
-static int parse_args(int argc, char **argv, struct config *cfg, os_error *err)
+static int parse_args(int argc, char **argv, struct config *cfg, const char **check, os_error *err)
 {
 	static const char *const map[][2] = { { "--listen", "gateway.listen_address" },
 					      { "--unix-socket", "gateway.unix_socket" },
@@ -58,8 +62,15 @@ static int parse_args(int argc, char **argv, struct config *cfg, os_error *err)
 		for (size_t k = 0; k < ARRAY_SIZE(map); k++)
 			if (!strcmp(a, map[k][0]))
 				key = map[k][1];
-		if (!strcmp(a, "--config")) {
+		if (!strcmp(a, "--config") || !strcmp(a, "--check-config")) {
+			if (file)
+				return os_error_set(err, EINVAL,
+						    "%s: a configuration file was "
+						    "already given",
+						    a);
 			file = v;
+			if (!strcmp(a, "--check-config"))
+				*check = v;
 			continue;
 		}
 		if (!strcmp(a, "--set")) {
@@ -115,39 +126,6 @@ static int open_state(struct gateway *gw, const struct config *cfg, os_error *er
 	return store_open(path, &gw->store, err);
 }
 
-static int open_driver(struct gateway *gw, const struct config *cfg, os_error *err)
-{
-	char sup[PATH_MAX], sbx[PATH_MAX];
-	const char *s = config_get_string(cfg, "drivers.local", "supervisor_binary");
-	const char *b = config_get_string(cfg, "drivers.local", "sandbox_binary");
-	const char *d = config_get_string(cfg, "drivers.local", "state_dir");
-	const char *drv = str_or(config_get_string(cfg, "gateway", "default_driver"), "local");
-	if (!strcmp(drv, "kubernetes"))
-		return kube_host_open(gw, cfg, err);
-	if (strcmp(drv, "local") != 0)
-		return os_error_set(err, EINVAL, "gateway.default_driver: unknown driver \"%s\"",
-				    drv);
-	if (!s && exe_sibling("../supervisor", "openshell-supervisor", sup, sizeof(sup)) == 0)
-		s = sup;
-	if (!b && exe_sibling("../sandbox", "openshell-sandbox", sbx, sizeof(sbx)) == 0)
-		b = sbx;
-	if (!s)
-		return os_error_set(err, ENOENT,
-				    "openshell-supervisor not found next to the gateway: set "
-				    "[openshell.drivers.local] supervisor_binary");
-	struct local_driver_config lc = {
-		.state_dir = d ? d : gw->state_dir,
-		.supervisor_binary = s,
-		.sandbox_binary = b,
-		.hosts_file = config_get_string(cfg, "drivers.local", "hosts_file"),
-		.dns_servers = config_get_string(cfg, "drivers.local", "dns_servers"),
-		.upstream_ca_file = config_get_string(cfg, "drivers.local", "upstream_ca_file"),
-		.max_processes = config_get_int(cfg, "drivers.local", "max_processes"),
-		.max_memory_mb = config_get_int(cfg, "drivers.local", "max_memory_mb"),
-	};
-	return local_driver_new(&lc, &gw->driver, err);
-}
-
 static void on_signal(struct loop *l, struct loop_signal *s, const struct signalfd_siginfo *si,
 		      void *data)
 {
@@ -178,7 +156,7 @@ static int serve(struct gateway *gw, const struct config *cfg, os_error *err)
 	    loop_signal_add(gw->loop, SIGTERM, on_signal, gw, NULL, err) < 0 ||
 	    loop_signal_add(gw->loop, SIGINT, on_signal, gw, NULL, err) < 0 ||
 	    server_start(gw, &ls, err) < 0 || lifecycle_start(gw, err) < 0 ||
-	    (gw->kube && kube_host_start(gw, err) < 0))
+	    driver_host_start(gw, err) < 0)
 		return -1;
 	snprintf(pidf, sizeof(pidf), "%s/gateway.pid", gw->state_dir);
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
@@ -193,10 +171,31 @@ static int serve(struct gateway *gw, const struct config *cfg, os_error *err)
 	return rc;
 }
 
+/* Only the configuration and what it names: the report on stdout, the
+ * verdict (OK, or what is wrong and where) on stderr. */
+static int check_config(const struct config *cfg, const char *file)
+{
+	os_error err = { 0 };
+	_cleanup_json_ json_t *report = NULL;
+	int r = driver_host_check_config(cfg, &report, &err);
+	if (r < 0 && report)
+		json_object_set_new(report, "error", json_string(err.msg));
+	_cleanup_free_ char *text = report ? json_dumps(report, JSON_INDENT(2)) : NULL;
+	if (text)
+		printf("%s\n", text);
+	if (r < 0) {
+		fprintf(stderr, "openshell-gateway: %s: %s\n", file, err.msg);
+		return 1;
+	}
+	fprintf(stderr, "openshell-gateway: %s: OK\n", file);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct gateway gw = { 0 };
 	os_error err = { 0 };
+	const char *check = NULL;
 	int code = 1;
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
 		return usage(stdout), 0;
@@ -204,8 +203,18 @@ int main(int argc, char **argv)
 	/* Until the configured level is known: flag and config errors are records too. */
 	log_init("openshell-gateway", LOG_LVL_INFO, LOG_FMT_AUTO, STDERR_FILENO);
 	struct config *cfg = config_new(config_sections_all, config_sections_all_len, &err);
-	if (!cfg || parse_args(argc, argv, cfg, &err) < 0) {
-		log_error("%s", err.msg);
+	if (!cfg || parse_args(argc, argv, cfg, &check, &err) < 0) {
+		if (check) { /* the file (or an override) is what is wrong */
+			_cleanup_json_ json_t *rep =
+				json_pack("{s:b, s:s}", "ok", false, "error", err.msg);
+			_cleanup_free_ char *text = rep ? json_dumps(rep, JSON_INDENT(2)) : NULL;
+			if (text)
+				printf("%s\n", text);
+			fprintf(stderr, "openshell-gateway: %s\n", err.msg);
+			config_free(cfg);
+			return 1;
+		}
+		fprintf(stderr, "openshell-gateway: %s\n", err.msg);
 		usage(stderr);
 		config_free(cfg);
 		return 2;
@@ -213,7 +222,12 @@ int main(int argc, char **argv)
 	enum log_level lvl = LOG_LVL_INFO;
 	log_level_parse(str_or(config_get_string(cfg, "gateway", "log_level"), "info"), &lvl);
 	log_init("openshell-gateway", lvl, LOG_FMT_AUTO, STDERR_FILENO);
-	if (open_state(&gw, cfg, &err) < 0 || open_driver(&gw, cfg, &err) < 0 ||
+	if (check) {
+		code = check_config(cfg, check);
+		config_free(cfg);
+		return code;
+	}
+	if (open_state(&gw, cfg, &err) < 0 || driver_host_open(&gw, cfg, &err) < 0 ||
 	    serve(&gw, cfg, &err) < 0)
 		log_error("%s", err.msg);
 	else
@@ -221,7 +235,7 @@ int main(int argc, char **argv)
 	server_free(gw.server);
 	if (gw.tick)
 		loop_timer_remove(gw.tick);
-	kube_host_free(&gw);
+	driver_host_free(&gw);
 	loop_free(gw.loop);
 	if (gw.driver)
 		gw.driver->ops->free(gw.driver);

@@ -1,6 +1,8 @@
-# The driver's REST client against the real apiserver: client-certificate and
-# bearer-token kubeconfigs (YAML and JSON), in-cluster credentials, and API
-# errors (403 RBAC, 401, 422 validation) reaching the CLI readably.
+# The driver's REST client against the real apiserver, as the gateway hosts
+# it: client-certificate and bearer-token kubeconfigs (YAML and JSON),
+# in-cluster credentials, API errors (403 RBAC, 401, 422 validation) reaching
+# the API caller readably, configuration precedence (--check-config) and the
+# Pod watch.
 import base64, json, os, subprocess, urllib.parse
 
 from tests.lib.driver_util import poll, uid
@@ -70,20 +72,59 @@ def bind_admin(kube, ns, subject):
     poll(allowed, 30, f"RBAC binding for {subject['name']} in effect")
 
 
+def bind_role(kube, ns, user, verbs):
+    """A Role in ns with only `verbs` on the sandbox kinds, bound to user."""
+    name = f"drv-ro-{uid()}"
+    kube.client.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles", {
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": [""], "resources": ["pods", "services", "secrets", "events",
+                                                    "persistentvolumeclaims"], "verbs": verbs},
+                  {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
+                   "verbs": verbs}]})
+    kube.client.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]})
+
+    def allowed():
+        review = kube.client.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user, "resourceAttributes": {"namespace": ns, "verb": verbs[0],
+                                                          "resource": "pods"}}})
+        return review["status"].get("allowed")
+    poll(allowed, 30, f"Role for {user} in effect")
+
+
 def test_client_certificate_kubeconfig_and_rbac_denial(kube, drv, tmp_path):
     cn = f"nobody-{uid()}"
     crt, key = user_cert(kube, tmp_path, cn)
     drv.kubeconfig = yaml_kubeconfig(tmp_path / "cert.yaml", kube.server, kube.client.ca_file,
                                      f"    client-certificate-data: {b64(crt)}\n"
                                      f"    client-key-data: {b64(key)}\n")
-    r = drv.create("rb1")
-    assert r.rc == 1, r
-    assert "HTTP 403 Forbidden" in r.stderr and f'User "{cn}" cannot create resource' in r.stderr, r
-    assert "anchor Secret" in r.stderr, r
+    # No rights at all: the start-up reconcile cannot list, and the gateway
+    # refuses to start with the API's words.
+    rc, out = drv.g.start_fails(kubeconfig=drv.kubeconfig)
+    assert rc != 0 and "HTTP 403 Forbidden" in out, out
+    assert f'User "{cn}" cannot list resource "pods"' in out, out
+    # Read-only rights: the gateway runs; a create is refused with the API's words.
+    bind_role(kube, drv.ns, cn, ["get", "list", "watch"])
+    st, b = drv.create("rb1")
+    assert st == 201 and b["phase"] == "Error", b
+    assert "HTTP 403 Forbidden" in b["message"], b
+    assert f'User "{cn}" cannot patch resource "secrets"' in b["message"], b
+    assert "supervisor Secret" in b["message"], b
+    assert drv.get("rb1")["phase"] == "Error"
+    # With patch too, the first object it may not create: the anchor.
+    bind_role(kube, drv.ns, cn, ["patch"])
+    st, b = drv.create("rb1b")
+    assert st == 201 and b["phase"] == "Error", b
+    assert f'User "{cn}" cannot create resource' in b["message"], b
+    assert "anchor Secret" in b["message"], b
+    assert all(not v for v in drv.all_objects("rb1b").values())
     # Control: the same certificate works once RBAC grants it the namespace.
     bind_admin(kube, drv.ns, {"kind": "User", "name": cn, "apiGroup": "rbac.authorization.k8s.io"})
-    r = drv.create("rb2")
-    assert r.rc == 0, r
+    st, b = drv.create("rb2")
+    assert st == 201 and b["phase"] == "Provisioning", b
     assert set(drv.pods("rb2")) == {"workload", "supervisor"}
 
 
@@ -105,15 +146,17 @@ def test_bearer_token_kubeconfig(kube, drv, tmp_path):
            "users": [{"name": "u", "user": {"token": token}}]}
     (tmp_path / "token.json").write_text(json.dumps(cfg))
     drv.kubeconfig = str(tmp_path / "token.json")
-    r = drv.create("tk1")
-    assert r.rc == 0, r
+    st, b = drv.create("tk1")
+    assert st == 201 and b["phase"] == "Provisioning", b
     assert set(drv.pods("tk1")) == {"workload", "supervisor"}
     # A token the apiserver does not accept: 401, said plainly.
     cfg["users"][0]["user"]["token"] = "not-a-valid-token"
     (tmp_path / "bad.json").write_text(json.dumps(cfg))
-    drv.kubeconfig = str(tmp_path / "bad.json")
-    r = drv.create("tk2")
-    assert r.rc == 1 and "HTTP 401 Unauthorized" in r.stderr, r
+    drv.stop_gateway()
+    rc, out = drv.g.start_fails(kubeconfig=str(tmp_path / "bad.json"))
+    assert rc != 0 and "HTTP 401 Unauthorized" in out, out
+    rc, _, err = drv.g.check_config(kubeconfig=str(tmp_path / "bad.json"))
+    assert rc == 1 and "HTTP 401 Unauthorized" in err, err
 
 
 def test_in_cluster_credentials_come_first(kube, drv, tmp_path):
@@ -129,74 +172,127 @@ def test_in_cluster_credentials_come_first(kube, drv, tmp_path):
            "OPENSHELL_K8S_SERVICEACCOUNT_DIR": str(sa), "HOME": str(tmp_path),
            # in-cluster wins over an ambient kubeconfig (here: an unreadable one)
            "KUBECONFIG": str(tmp_path / "missing")}
-    r = drv.run("create", "--id", "ic1", "--name", "ic1", env=env, kubeconfig=False)
-    assert r.rc == 0, r
+    drv.extra_env = env
+    st, b = drv.create("ic1")
+    assert st == 201 and b["phase"] == "Provisioning", b
     assert set(drv.pods("ic1")) == {"workload", "supervisor"}
-    # Control: without the in-cluster variables there is nothing to use.
+    assert drv.request("GET", "/v1/gateway/status")[1]["kubernetes"]["runtime_classes"] == []
+    # Control: without the in-cluster variables there is nothing to use, and
+    # the gateway refuses to start rather than run without its driver.
+    drv.stop_gateway()
     env.pop("KUBERNETES_SERVICE_HOST")
-    r = drv.run("create", "--id", "ic2", "--name", "ic2", env=env, kubeconfig=False)
-    assert r.rc == 1 and "no Kubernetes credentials" in r.stderr, r
+    rc, out = drv.g.start_fails(env)
+    assert rc != 0 and "no Kubernetes credentials" in out, (rc, out)
+    rc, rep, err = drv.g.check_config(extra_env=env)
+    assert rc == 1 and "no Kubernetes credentials" in err, (rc, rep, err)
 
 
-def test_validation_error_reaches_cli(kube, drv):
+def test_validation_error_reaches_the_api_caller(kube, drv):
     # Not checked by the driver: the apiserver's validation says what is wrong.
     drv.configure(workspace_storage_size="1Gi", workspace_storage_class="Not_A_Valid_Class")
-    r = drv.create("v1")
-    assert r.rc == 1, r
-    assert "HTTP 422 Invalid" in r.stderr and "spec.storageClassName" in r.stderr, r
-    assert "PersistentVolumeClaim (workspace) os-v1-workspace" in r.stderr, r
+    st, b = drv.create("v1")
+    assert st == 201 and b["phase"] == "Error", b
+    assert "HTTP 422 Invalid" in b["message"] and "spec.storageClassName" in b["message"], b
+    assert f"PersistentVolumeClaim (workspace) {drv.oname('v1', '-workspace')}" in b["message"], b
     assert all(not v for v in drv.all_objects("v1").values()), "rolled back"
+    # The CLI shows the same words.
+    got = drv.g.cli("sandbox", "get", "v1").stdout
+    assert "HTTP 422 Invalid" in got, got
     drv.configure(workspace_storage_size="1Gi", workspace_storage_class="valid-class")  # control
-    assert drv.create("v2").rc == 0
+    st, b = drv.create("v2")
+    assert st == 201 and b["phase"] == "Provisioning", b
 
 
 def test_unsupported_kubeconfig_auth_is_refused(kube, drv, tmp_path):
     drv.kubeconfig = yaml_kubeconfig(tmp_path / "exec.yaml", kube.server, kube.client.ca_file,
                                      "    exec:\n      command: /bin/true\n")
-    r = drv.create("e1")
-    assert r.rc == 1 and "'exec' authentication is not supported" in r.stderr, r
+    rc, out = drv.g.start_fails(kubeconfig=drv.kubeconfig)
+    assert rc != 0 and "'exec' authentication is not supported" in out, (rc, out)
     cfg = (tmp_path / "exec.yaml").read_text().replace("server:", "insecure-skip-tls-verify: true\n    server:")
     (tmp_path / "skip.yaml").write_text(cfg)
-    drv.kubeconfig = str(tmp_path / "skip.yaml")
-    r = drv.create("e2")
-    assert r.rc == 1 and "insecure-skip-tls-verify is not supported" in r.stderr, r
+    rc, out = drv.g.start_fails(kubeconfig=str(tmp_path / "skip.yaml"))
+    assert rc != 0 and "insecure-skip-tls-verify is not supported" in out, (rc, out)
+    rc, _, err = drv.g.check_config(kubeconfig=str(tmp_path / "skip.yaml"))
+    assert rc == 1 and "insecure-skip-tls-verify is not supported" in err, err
+    # Control: the cluster's own kubeconfig serves.
+    drv.kubeconfig = None
+    assert drv.create("e3")[0] == 201
 
 
 def test_config_precedence_cli_over_env_over_file(kube, drv, tmp_path):
     other = kube.client.create_namespace("prec")
     # file says drv.ns; env overrides it; --set overrides env.
     env = {"OPENSHELL_DRIVERS_KUBERNETES_NAMESPACE": "does-not-exist"}
-    r = drv.run("check-config", env=env)
-    assert r.rc == 1 and r.json["namespace_exists"] is False, r
-    r = drv.run("--set", f"drivers.kubernetes.namespace={other}", "check-config", env=env)
-    assert r.rc == 0 and r.json["namespace_exists"] is True, r
-    r = drv.run("--set", "drivers.kubernetes.no_such_key=1", "check-config")
-    assert r.rc == 1 and "no_such_key" in r.stderr, r
+    rc, out, err = drv.g.check_config(extra_env=env)
+    assert rc == 1 and out["kubernetes"]["namespace_exists"] is False, (out, err)
+    assert "drivers.kubernetes.namespace" in err and "does-not-exist" in err, err
+    rc, out, err = drv.g.check_config("--set", f"drivers.kubernetes.namespace={other}",
+                                      extra_env=env)
+    assert rc == 0 and out["kubernetes"]["namespace_exists"] is True, (out, err)
+    assert out["kubernetes"]["namespace"] == other
+    # The running gateway reads the same precedence.
+    drv.extra_env = env
+    drv.g.extra_env = {}
+    st, status = drv.request("GET", "/v1/gateway/status")
+    assert status["kubernetes"]["namespace"] == "does-not-exist", status
+    drv.stop_gateway()
+    rc, out, err = drv.g.check_config("--set", "drivers.kubernetes.no_such_key=1")
+    assert rc == 1 and "no_such_key" in err, err
     drv.configure(no_such_key="x")  # unknown keys in the file are refused, never ignored
-    r = drv.run("check-config")
-    assert r.rc == 1 and "no_such_key" in r.stderr and "configuration" in r.stderr, r
+    rc, out, err = drv.g.check_config()
+    assert rc == 1 and out["ok"] is False, (out, err)
+    assert "unknown key 'no_such_key' in [openshell.drivers.kubernetes]" in err, err
+    rc, out = drv.g.start_fails()
+    assert rc != 0 and "no_such_key" in out, out
 
 
-def test_watch_streams_events_and_reports_expiry(kube, drv):
-    """k8s_watch on a collection that etcd serves (Events are not watch-cached):
-    events stream with their resourceVersion; a compacted one is 410 -> GONE."""
+def test_watch_follows_pod_changes_across_compaction(kube, drv):
+    """The driver's Pod watch (k8s_watch on the gateway's helper thread): a
+    Pod change after etcd compacted its history still reaches reconcile, well
+    before the 30 s resync, and the gateway reports its watch healthy."""
     import urllib.request
-    c = kube.client
-    path = f"/api/v1/namespaces/{drv.ns}/events"
-    ev = c.post(path, {"metadata": {"name": "e"}, "type": "Normal", "reason": "T", "message": "1",
-                       "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": drv.ns,
-                                          "name": "x"}})
-    rv = int(ev["metadata"]["resourceVersion"])
+    from tests.lib.driver_util import mark_ready
+    st, b = drv.create("wt1")
+    assert st == 201, b
+    status = drv.request("GET", "/v1/gateway/status")[1]["kubernetes"]
+    assert status["watch"] == "ok" and status["api_calls"] > 0, status
+    pod = drv.pod("wt1", "-supervisor")
+    rv = int(pod["metadata"]["resourceVersion"])
     req = urllib.request.Request(f"{kube.etcd_url}/v3/kv/compaction", method="POST",
                                  data=json.dumps({"revision": str(rv), "physical": True}).encode())
     urllib.request.urlopen(req, timeout=10).read()
-    c.patch(f"{path}/e", {"message": "2"})
+    mark = len(drv.log())
+    assert drv.pod("wt1", "-workload")["spec"]["schedulingGates"]  # control: still gated
+    mark_ready(kube, drv.ns, pod["metadata"]["name"])
+    poll(lambda: not drv.pod("wt1", "-workload")["spec"].get("schedulingGates"), 15,
+         "the watch saw the supervisor become Ready")
+    assert any(a["action"] == "ungated" for a in drv.reconcile_actions(mark))
+    assert drv.request("GET", "/v1/gateway/status")[1]["kubernetes"]["watch"] == "ok"
 
-    ok = drv.run("watch-raw", path, "--for", "2", "--resource-version", str(rv))
-    assert ok.rc == 0, ok
-    lines = ok.stdout.splitlines()
-    assert lines[0] == "MODIFIED e" and lines[-1].startswith("END "), ok
-    assert int(lines[-1].split()[1]) > rv  # the resourceVersion moved on with the event
 
-    gone = drv.run("watch-raw", path, "--for", "2", "--resource-version", str(rv - 2))
-    assert gone.rc == 0 and gone.stdout.strip() == "GONE", gone
+def test_check_config_names_the_key_and_starts_nothing(kube, drv, tmp_path):
+    """--check-config: what is wrong and where, exit 1; OK and exit 0 for a
+    good file; neither creates a state dir nor anything in the cluster."""
+    import subprocess
+    from tests.lib.gateway_util import GATEWAY
+    state = tmp_path / "never"
+    drv.configure(supervisor_image=None)
+    rc, out, err = drv.g.check_config("--set", f"gateway.state_dir={state}")
+    assert rc == 1 and "drivers.kubernetes.supervisor_image is required" in err, err
+    assert out["ok"] is False and "supervisor_image" in out["error"], out
+    drv.configure(default_runtime_class_name="Not_Valid")
+    rc, out, err = drv.g.check_config()
+    assert rc == 1 and "drivers.kubernetes.default_runtime_class_name" in err, err
+    drv.configure()  # control: the same file with valid settings
+    rc, out, err = drv.g.check_config("--set", f"gateway.state_dir={state}")
+    assert rc == 0 and out["ok"] is True and err.strip().endswith(": OK"), (out, err)
+    assert out["driver"] == "kubernetes" and out["kubernetes"]["namespace_exists"] is True, out
+    assert not state.exists(), "--check-config must not create the state dir"
+    assert kube.client.list(drv.path("Pod"))["items"] == []
+    # A default_driver nobody registered: the loader names the key and line.
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[openshell.gateway]\ndefault_driver = "nomad"\n')
+    p = subprocess.run([GATEWAY, "--check-config", str(bad)], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 1 and "bad.toml:2:" in p.stderr, p
+    assert "openshell.gateway.default_driver: 'nomad' is not one of" in p.stderr, p

@@ -1,7 +1,8 @@
 # The seed's five acceptance criteria (KUBERNETES.md "RuntimeClass placement",
 # supervisor-runtimeclass-request.txt), each against the real kube-apiserver
-# with its RuntimeClass admission, reading the Pods back from the API.
-import json, threading
+# with its RuntimeClass admission, through the gateway's API (and its
+# --check-config), reading the Pods back from the API.
+import threading
 
 from tests.lib.driver_util import make_runtime_class, mark_ready, poll, uid, warn_event
 
@@ -15,39 +16,38 @@ def classes(kube, prefix):
 def test_1_two_classes_land_on_their_pods(kube, drv):
     wclass, sclass = classes(kube, "c1")
     drv.configure(default_runtime_class_name=wclass, supervisor_runtime_class_name=sclass)
-    r = drv.create("c1")
-    assert r.rc == 0, r
+    st, b = drv.create("c1")
+    assert st == 201 and b["phase"] == "Provisioning", b
     pods = drv.pods("c1")
     assert set(pods) == {"workload", "supervisor"}
-    assert drv.pod("os-c1-workload")["spec"]["runtimeClassName"] == wclass
-    assert drv.pod("os-c1-supervisor")["spec"]["runtimeClassName"] == sclass
+    assert drv.pod("c1", "-workload")["spec"]["runtimeClassName"] == wclass
+    assert drv.pod("c1", "-supervisor")["spec"]["runtimeClassName"] == sclass
     # The record holds what was resolved, and `get` shows each Pod's class.
-    got = drv.run("get", "c1")
-    assert got.rc == 0, got
-    by_name = {p["name"]: p for p in got.json["pods"]}
-    assert by_name["os-c1-workload"]["runtimeClassName"] == wclass
-    assert by_name["os-c1-supervisor"]["runtimeClassName"] == sclass
-    assert got.json["placement"]["supervisor_runtime_class"] == sclass
+    got = drv.get("c1")
+    by_name = {p["name"]: p for p in got["pods"]}
+    assert by_name[drv.oname("c1", "-workload")]["runtimeClassName"] == wclass
+    assert by_name[drv.oname("c1", "-supervisor")]["runtimeClassName"] == sclass
+    assert got["placement"]["supervisor_runtime_class"] == sclass
 
 
 def test_2_stop_start_reuses_recorded_classes(kube, drv):
     wclass, sclass = classes(kube, "c2")
     other_w, other_s = classes(kube, "c2-other")
     drv.configure(default_runtime_class_name=wclass, supervisor_runtime_class_name=sclass)
-    assert drv.create("c2").rc == 0
+    assert drv.create("c2")[0] == 201
     old = {c: p["metadata"]["uid"] for c, p in drv.pods("c2").items()}
 
-    stop = drv.run("stop", "c2")
-    assert stop.rc == 0 and stop.json["phase"] == "Stopped", stop
+    assert drv.act("c2", "stop")[0] == 202
+    assert drv.wait_phase("c2", "Stopped")["phase"] == "Stopped"
     poll(lambda: not drv.pods("c2"), 30, "both Pods deleted by stop")
 
-    # The operator changes the classes meanwhile: the sandbox keeps its own.
+    # The operator changes the classes meanwhile (gateway restarted with
+    # them): the sandbox keeps its own.
     drv.configure(default_runtime_class_name=other_w, supervisor_runtime_class_name=other_s)
-    h = drv.start_bg("start", "c2", ready_timeout=90)
+    assert drv.act("c2", "start")[0] == 202
     sup = poll(lambda: drv.pods("c2").get("supervisor"), 30, "supervisor Pod recreated")
     mark_ready(kube, drv.ns, sup["metadata"]["name"])
-    r = h.result()
-    assert r.rc == 0 and r.json["phase"] == "Running", r
+    assert drv.wait_phase("c2", "Ready")["phase"] == "Ready"
 
     new = drv.pods("c2")
     assert set(new) == {"workload", "supervisor"}
@@ -60,30 +60,23 @@ def test_2_stop_start_reuses_recorded_classes(kube, drv):
 def test_3_supervisor_class_omitted_means_no_field(kube, drv):
     kata = make_runtime_class(kube, f"kata-{uid()}", "kata")
     drv.configure(allowed_runtime_class_names=[kata])  # no default, no supervisor class
-    r = drv.create("c3", "--runtime-class", kata)
-    assert r.rc == 0, r
-    wl, sup = drv.pod("os-c3-workload"), drv.pod("os-c3-supervisor")
+    st, b = drv.create("c3", runtime_class=kata)
+    assert st == 201, b
+    wl, sup = drv.pod("c3", "-workload"), drv.pod("c3", "-supervisor")
     assert wl["spec"]["runtimeClassName"] == kata  # the workload asked for Kata and got it
     assert "runtimeClassName" not in sup["spec"], sup["spec"]  # absent, never ""
-    assert r.json["placement"]["supervisor_runtime_class"] is None
+    assert b["placement"]["supervisor_runtime_class"] is None
     # And with no class anywhere, neither Pod has the field.
-    r = drv.create("c3b")
-    assert r.rc == 0, r
-    assert "runtimeClassName" not in drv.pod("os-c3b-workload")["spec"]
-    assert "runtimeClassName" not in drv.pod("os-c3b-supervisor")["spec"]
+    assert drv.create("c3b")[0] == 201
+    assert "runtimeClassName" not in drv.pod("c3b", "-workload")["spec"]
+    assert "runtimeClassName" not in drv.pod("c3b", "-supervisor")["spec"]
 
 
-def test_4_caller_cannot_change_supervisor_class(kube, drv, tmp_path):
+def test_4_caller_cannot_change_supervisor_class(kube, drv):
     wclass, sclass = classes(kube, "c4")
     kata = make_runtime_class(kube, f"c4-kata-{uid()}", "kata")
     drv.configure(default_runtime_class_name=wclass, supervisor_runtime_class_name=sclass,
                   allowed_runtime_class_names=[kata])
-
-    def spec_file(obj):
-        p = tmp_path / f"spec-{uid()}.json"
-        p.write_text(json.dumps(obj))
-        return str(p)
-
     attempts = {
         "supervisor field": {"supervisor_runtime_class_name": kata},
         "nested supervisor": {"supervisor": {"runtime_class_name": kata}},
@@ -91,19 +84,19 @@ def test_4_caller_cannot_change_supervisor_class(kube, drv, tmp_path):
         "driver-config passthrough": {"driver_config": {"supervisor_runtime_class_name": kata}},
         "class outside allowlist": {"runtime_class_name": sclass},
     }
-    for i, (what, spec) in enumerate(attempts.items()):
-        r = drv.create(f"c4-bad{i}", "--spec-json", spec_file(spec))
-        assert r.rc == 2, (what, r)  # 400: bad request
-        assert "bad request" in r.stderr, (what, r)
-        assert not drv.all_objects(f"c4-bad{i}")["Pod"], what
-    r = drv.create("c4-cli", "--runtime-class", sclass)  # the CLI flag, same allowlist
-    assert r.rc == 2 and "not allowed" in r.stderr, r
+    for i, (what, fields) in enumerate(attempts.items()):
+        st, b = drv.create(f"c4-bad{i}", **fields)
+        assert st == 400, (what, st, b)  # bad request
+        assert drv.get(f"c4-bad{i}") is None, what
+    assert kube.client.list(drv.path("Pod"))["items"] == []
+    r = drv.g.cli("sandbox", "create", "--name", "c4-cli", "--detach", "--runtime-class", sclass)
+    assert r.returncode == 1 and "not allowed" in r.stderr and "HTTP 400" in r.stderr, r.stderr
 
     # Control: the caller's allowed workload class is honoured; the supervisor's is not touched.
-    r = drv.create("c4-ok", "--spec-json", spec_file({"runtime_class_name": kata}))
-    assert r.rc == 0, r
-    assert drv.pod("os-c4-ok-workload")["spec"]["runtimeClassName"] == kata
-    assert drv.pod("os-c4-ok-supervisor")["spec"]["runtimeClassName"] == sclass
+    st, b = drv.create("c4-ok", runtime_class=kata)
+    assert st == 201, b
+    assert drv.pod("c4-ok", "-workload")["spec"]["runtimeClassName"] == kata
+    assert drv.pod("c4-ok", "-supervisor")["spec"]["runtimeClassName"] == sclass
 
 
 def watch_pod_additions(kube, ns, seconds):
@@ -125,54 +118,68 @@ def test_5a_unavailable_supervisor_class_never_falls_back(kube, drv):
     wclass = make_runtime_class(kube, f"c5-workload-{uid()}", "kata")
     missing = f"c5-missing-{uid()}"  # no RuntimeClass object: unavailable
     drv.configure(default_runtime_class_name=wclass, supervisor_runtime_class_name=missing)
+    drv.ensure()
     t, added = watch_pod_additions(kube, drv.ns, 6)
-    r = drv.create("c5", ready_timeout=30)
+    st, b = drv.create("c5")
     t.join()
-    assert r.rc == 1, r
-    assert f'RuntimeClass "{missing}" not found' in r.stderr, r
-    assert "403" in r.stderr and "supervisor" in r.stderr, r
+    assert st == 201 and b["phase"] == "Error", b
+    assert f'RuntimeClass "{missing}" not found' in b["message"], b
+    assert "403" in b["message"] and "supervisor" in b["message"], b
     # No supervisor Pod without the class, and the workload never existed.
     assert added == [], [p["metadata"]["name"] for p in added]
     assert all(not v for v in drv.all_objects("c5").values()), "rolled back completely"
-    got = drv.run("get", "c5")
-    assert got.rc == 0 and got.json["phase"] == "Failed", got
-    assert missing in got.json["message"] and got.json["pods"] == [], got
+    got = drv.get("c5")
+    assert got["phase"] == "Error" and missing in got["message"] and got["pods"] == [], got
 
     # Control: the same sandbox configuration works once the class exists.
     make_runtime_class(kube, missing, "kata")
-    r = drv.create("c5-ok")
-    assert r.rc == 0, r
-    assert drv.pod("os-c5-ok-supervisor")["spec"]["runtimeClassName"] == missing
+    st, b = drv.create("c5-ok")
+    assert st == 201 and b["phase"] == "Provisioning", b
+    assert drv.pod("c5-ok", "-supervisor")["spec"]["runtimeClassName"] == missing
 
 
 def test_5b_startup_check_reports_missing_classes(kube, drv):
     wclass = make_runtime_class(kube, f"c5b-workload-{uid()}", "kata")
     missing = f"c5b-missing-{uid()}"
     drv.configure(default_runtime_class_name=wclass, supervisor_runtime_class_name=missing)
-    r = drv.run("check-config")
-    assert r.rc == 1, r
-    assert f"supervisor RuntimeClass '{missing}' not found" in r.stderr, r
-    status = {c["name"]: c for c in r.json["runtime_classes"]}
+    rc, out, err = drv.g.check_config()
+    assert rc == 1, (out, err)
+    assert f"supervisor RuntimeClass '{missing}' not found" in err, err
+    status = {c["name"]: c for c in out["kubernetes"]["runtime_classes"]}
     assert status[missing]["available"] is False and status[missing]["role"] == "supervisor"
     assert status[wclass]["available"] is True  # control within the same check
+    assert not drv.running(), "--check-config starts nothing"
+    # The running gateway reports the same at start-up.
+    k = drv.request("GET", "/v1/gateway/status")[1]["kubernetes"]
+    assert k["missing"] == [missing] and k["ok"] is False, k
     make_runtime_class(kube, missing, "kata")
-    r = drv.run("check-config")
-    assert r.rc == 0 and r.json["ok"] is True, r
+    rc, out, err = drv.g.check_config()
+    assert rc == 0 and out["ok"] is True and out["kubernetes"]["ok"] is True, (out, err)
+    assert "OK" in err
 
 
 def test_5c_handler_cannot_run_workload_never_runs(kube, drv):
     wclass, sclass = classes(kube, "c5c")
     drv.configure(default_runtime_class_name=wclass, supervisor_runtime_class_name=sclass)
-    h = drv.start_bg("create", "--id", "c5c", "--name", "c5c", ready_timeout=8)
+    st, b = drv.create("c5c")
+    assert st == 201, b
     sup = poll(lambda: drv.pods("c5c").get("supervisor"), 30, "supervisor Pod created")
     # The kubelet cannot start the handler: the supervisor never becomes Ready.
     msg = f'failed to get sandbox runtime: no runtime for "{sclass}" is configured'
     warn_event(kube, drv.ns, sup["metadata"]["name"], "FailedCreatePodSandBox", msg)
     wl = poll(lambda: drv.pods("c5c").get("workload"), 30, "workload Pod created gated")
     assert wl["spec"]["schedulingGates"], "the workload must be gated while waiting"
-    r = h.result()
-    assert r.rc == 1, r
-    assert "FailedCreatePodSandBox" in r.stderr and "not Ready" in r.stderr, r
-    assert all(not v for v in drv.all_objects("c5c").values()), "rolled back"
-    got = drv.run("get", "c5c")
-    assert got.json["phase"] == "Failed" and "FailedCreatePodSandBox" in got.json["message"]
+    got = drv.get("c5c")
+    cond = {c["type"]: c for c in got["conditions"]}
+    assert cond["SupervisorReady"]["status"] == "False" and cond["SupervisorReady"]["message"] == msg
+    sup_view = next(p for p in got["pods"] if p["component"] == "supervisor")
+    assert sup_view["events"][0]["reason"] == "FailedCreatePodSandBox", sup_view
+    # A Pod change wakes the gateway's reconcile: still not Ready, never ungated.
+    mark = len(drv.log())
+    mark_ready(kube, drv.ns, sup["metadata"]["name"], ready=False)
+    poll(lambda: any(p["phase"] == "Running" for p in drv.get("c5c")["pods"]), 10,
+         "Pod change seen")
+    assert drv.get("c5c")["phase"] == "Provisioning"  # never Ready
+    assert drv.pod("c5c", "-workload")["spec"]["schedulingGates"], "never ungated"
+    assert (drv.sid("c5c"), "ungated") not in [(a["id"], a["action"])
+                                               for a in drv.reconcile_actions(mark)]

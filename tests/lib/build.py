@@ -25,7 +25,6 @@ BINARIES = {
     "openshell-proxy": "src/supervisor/egress/openshell-proxy",
     "openshell-gateway": "src/gateway/openshell-gateway",
     "openshell": "src/cli/openshell",
-    "openshell-k8s-driver": "src/drivers/openshell-k8s-driver",
     "toml-decoder": "tools/toml-decoder/toml-decoder",
     "netbench": "bench/netbench",
 }

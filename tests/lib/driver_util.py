@@ -1,15 +1,14 @@
-"""Helpers for the kubernetes driver's tests against the real apiserver: run
-the openshell-k8s-driver harness, write its gateway.toml, make RuntimeClasses
-available, and play the kubelet by writing Pod status (there is no kubelet)."""
-import json, os, subprocess, threading, time, uuid
+"""Helpers for the kubernetes driver's tests against the real apiserver: drive
+the driver through its one host, openshell-gateway (its HTTP API), make
+RuntimeClasses available, and play the kubelet by writing Pod status (there
+is no kubelet)."""
+import json, os, re, sqlite3, time, uuid
 
 import pytest
 
 from tests.lib import build
 from tests.lib.kubelib import ApiError
 
-BUILD = build.BUILD
-BINARY = build.binary("openshell-k8s-driver")
 LABEL_ID = "openshell.ai/sandbox-id"
 SUP_IMAGE = "registry.invalid/openshell-supervisor:1"  # never pulled: no kubelet
 AGENT_IMAGE = "registry.invalid/agent:1"
@@ -28,18 +27,6 @@ def uid():
     return uuid.uuid4().hex[:8]
 
 
-class Result:
-    def __init__(self, proc):
-        self.rc, self.stdout, self.stderr = proc.returncode, proc.stdout, proc.stderr
-        try:
-            self.json = json.loads(proc.stdout) if proc.stdout.strip() else None
-        except ValueError:
-            self.json = None
-
-    def __repr__(self):
-        return f"<exit {self.rc} stdout={self.stdout[-2000:]!r} stderr={self.stderr[-2000:]!r}>"
-
-
 def toml_value(v):
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -53,79 +40,134 @@ def toml_value(v):
 
 
 class Driver:
-    """One configured harness: a gateway.toml, a state dir and a kubeconfig."""
+    """The kubernetes driver as its host runs it: one openshell-gateway
+    (default_driver = "kubernetes") on a state dir that survives restarts and
+    reconfiguration, plus readers of what landed in the cluster. Sandboxes
+    are named by the caller; the gateway picks their ids."""
 
     def __init__(self, kube, tmp_path, namespace, **settings):
+        from tests.lib.gateway_kube_util import KubeGateway
         self.kube, self.ns, self.dir = kube, namespace, tmp_path
-        self.state = str(tmp_path / "state")
-        self.kubeconfig = kube.kubeconfig
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith("OPENSHELL_DRIVERS_") and not k.startswith("KUBERNETES_")}
-        self.env.pop("KUBECONFIG", None)
-        self.configure(**settings)
+        self.g = KubeGateway(kube, namespace, **settings)
+        self.kubeconfig, self.extra_env = None, {}
+        self.ids = {}
 
     def configure(self, **settings):
-        base = {"namespace": self.ns, "topology": "dedicated-supervisor",
-                "supervisor_image": SUP_IMAGE, "default_image": AGENT_IMAGE}
-        base.update(settings)
-        self.config = str(self.dir / f"gateway-{uid()}.toml")
-        with open(self.config, "w") as f:
-            f.write("[openshell.drivers.kubernetes]\n")
-            for k, v in base.items():
-                if v is not None:
-                    f.write(f"{k} = {toml_value(v)}\n")
+        """New settings; a running gateway is restarted with them."""
+        self.g.write_config(**settings)
+        if self.running():
+            self.restart()
         return self
 
-    def argv(self, *args, ready_timeout=0, kubeconfig=True):
-        a = [BINARY, "--config", self.config, "--state-dir", self.state,
-             "--ready-timeout", str(ready_timeout), "--call-timeout", "20"]
-        if kubeconfig:
-            a += ["--kubeconfig", self.kubeconfig]
-        return a + list(args)
+    def running(self):
+        return self.g.proc is not None and self.g.proc.poll() is None
 
-    def run(self, *args, ready_timeout=0, env=None, kubeconfig=True, timeout=180):
-        p = subprocess.run(self.argv(*args, ready_timeout=ready_timeout, kubeconfig=kubeconfig),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env={**self.env, **(env or {})}, timeout=timeout)
-        return Result(p)
+    def start(self):
+        self.g.start(self.extra_env, self.kubeconfig)
+        return self
 
-    def start_bg(self, *args, ready_timeout=60):
-        """Runs a command that waits for the supervisor; .result() joins it."""
-        box = {}
+    def ensure(self):
+        if not self.running():
+            self.start()
+        return self
 
-        def go():
-            box["r"] = self.run(*args, ready_timeout=ready_timeout)
-        t = threading.Thread(target=go)
-        t.start()
+    def restart(self):
+        """Stops and starts the gateway: what it logs afterwards is the
+        start-up reconcile of a new process (records + cluster only)."""
+        self.g.stop()
+        mark = len(self.g.log_text()) if os.path.exists(self.g.log_path) else 0
+        self.start()
+        return mark
 
-        class Handle:
-            def result(self, timeout=240):
-                t.join(timeout)
-                assert not t.is_alive(), "driver command did not finish"
-                return box["r"]
-        return Handle()
+    def log(self, since=0):
+        return self.g.log_text()[since:]
 
-    def create(self, sid, *extra, ready_timeout=0, name=None):
-        return self.run("create", "--id", sid, "--name", name or sid, *extra,
-                        ready_timeout=ready_timeout)
+    def reconcile_actions(self, since=0):
+        """The reconcile report lines the gateway logged: [{id, action, ...}]."""
+        out = []
+        for line in self.log(since).splitlines():
+            try:
+                msg = json.loads(line).get("msg", "")
+            except ValueError:
+                msg = line
+            m = re.search(r"reconcile: (\{.*\})$", msg)
+            if m:
+                out.append(json.loads(m.group(1)))
+        return out
+
+    def stop_gateway(self):
+        self.g.stop()
+
+    def cleanup(self):
+        self.g.cleanup()
+
+    # ---- the API ----
+    def request(self, method, path, body=None):
+        self.ensure()
+        return self.g.request(method, path, body)
+
+    def create(self, name, runtime_class=None, image=None, policy=None, **fields):
+        """POST /v1/sandboxes: (HTTP status, body). The sandbox's id is kept."""
+        body = {"name": name, **fields}
+        if runtime_class:
+            body["runtime_class_name"] = runtime_class
+        if image:
+            body["image"] = image
+        if policy is not None:
+            body["policy"] = policy
+        st, b = self.request("POST", "/v1/sandboxes", body)
+        if st == 201:
+            self.ids[name] = b["id"]
+        return st, b
+
+    def get(self, name):
+        st, b = self.request("GET", f"/v1/sandboxes/{name}")
+        return b if st == 200 else None
+
+    def act(self, name, action):
+        return self.request("POST", f"/v1/sandboxes/{name}/{action}")
+
+    def delete(self, name):
+        return self.request("DELETE", f"/v1/sandboxes/{name}")
+
+    def wait_phase(self, name, *phases, timeout=30):
+        return poll(lambda: (s := self.get(name)) and s["phase"] in phases and s, timeout,
+                    f"{name} in {phases}")
+
+    def forget(self, name):
+        """What a gateway that never knew the sandbox would have: its row
+        removed from the stopped gateway's own SQLite store."""
+        assert not self.running()
+        db = sqlite3.connect(os.path.join(self.g.state_dir, "gateway.db"))
+        try:
+            db.execute("DELETE FROM sandboxes WHERE id = ?", (self.ids[name],))
+            db.commit()
+        finally:
+            db.close()
 
     # ---- reading the cluster back ----
+    def sid(self, name):
+        return self.ids[name]
+
+    def oname(self, name, suffix=""):
+        return f"os-{self.ids[name]}{suffix}"
+
     def path(self, kind, name=None):
         p = KINDS[kind].format(ns=self.ns)
         return f"{p}/{name}" if name else p
 
-    def objects(self, kind, sid):
+    def objects(self, kind, name):
         c = self.kube.client
-        return c.list(self.path(kind), labelSelector=f"{LABEL_ID}={sid}")["items"]
+        return c.list(self.path(kind), labelSelector=f"{LABEL_ID}={self.ids[name]}")["items"]
 
-    def all_objects(self, sid):
-        return {k: self.objects(k, sid) for k in KINDS}
+    def all_objects(self, name):
+        return {k: self.objects(k, name) for k in KINDS}
 
-    def pod(self, name):
-        return self.kube.client.get(self.path("Pod", name))
+    def pod(self, name, suffix):
+        return self.kube.client.get(self.path("Pod", self.oname(name, suffix)))
 
-    def pods(self, sid):
-        return {p["metadata"]["labels"]["openshell.ai/component"]: p for p in self.objects("Pod", sid)}
+    def pods(self, name):
+        return {p["metadata"]["labels"]["openshell.ai/component"]: p for p in self.objects("Pod", name)}
 
 
 def poll(fn, timeout, what, interval=0.2):
@@ -210,5 +252,6 @@ def ns(kube):
 
 @pytest.fixture
 def drv(kube, tmp_path, ns):
-    assert os.access(BINARY, os.X_OK), f"{BINARY} not built (set OPENSHELL_BUILD)"
-    return Driver(kube, tmp_path, ns)
+    d = Driver(kube, tmp_path, ns)
+    yield d
+    d.cleanup()

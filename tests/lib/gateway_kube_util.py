@@ -23,7 +23,11 @@ class KubeGateway(gateway_util.Gateway):
             with open(self.config, "w") as f:
                 f.write(config_text)
             return
-        base = {"namespace": namespace, "topology": "dedicated-supervisor",
+        self.write_config(**settings)
+
+    def write_config(self, **settings):
+        """(Re)writes gateway.toml: default_driver = "kubernetes" and the section."""
+        base = {"namespace": self.ns, "topology": "dedicated-supervisor",
                 "supervisor_image": SUP_IMAGE, "default_image": AGENT_IMAGE}
         base.update(settings)
         with open(self.config, "w") as f:
@@ -33,18 +37,50 @@ class KubeGateway(gateway_util.Gateway):
                 if v is not None:
                     f.write(f"{k} = {toml_value(v)}\n")
 
-    def start(self, extra_env=None):
+    def argv(self):
+        return [gateway_util.GATEWAY, "--config", self.config, "--state-dir", self.state_dir,
+                "--listen", f"127.0.0.1:{self.port}"]
+
+    def proc_env(self, extra_env=None, kubeconfig=None):
+        """kubeconfig: None = the test cluster's, False = no KUBECONFIG at all."""
         env = {k: v for k, v in self.env.items()
                if not k.startswith("OPENSHELL_DRIVERS_") and not k.startswith("KUBERNETES_")}
+        env.pop("KUBECONFIG", None)
+        if kubeconfig is not False:
+            env["KUBECONFIG"] = kubeconfig or self.kube.kubeconfig
         env.update(extra_env or {})
-        env["KUBECONFIG"] = self.kube.kubeconfig
+        return env
+
+    def start(self, extra_env=None, kubeconfig=None):
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [gateway_util.GATEWAY, "--config", self.config, "--state-dir", self.state_dir,
-             "--listen", f"127.0.0.1:{self.port}"],
-            env=env, stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(self.argv(), env=self.proc_env(extra_env, kubeconfig),
+                                     stdout=self.log, stderr=self.log)
         gateway_util.wait_for(self.healthy, 20, what="gateway health")
         return self
+
+    def start_fails(self, extra_env=None, kubeconfig=None, timeout=30):
+        """Runs a gateway that must refuse to start: (exit code, its output)."""
+        p = subprocess.run(self.argv(), env=self.proc_env(extra_env, kubeconfig),
+                           capture_output=True, text=True, timeout=timeout)
+        lines = []
+        for line in (p.stdout + p.stderr).splitlines():  # JSON log records: their text
+            try:
+                lines.append(json.loads(line).get("msg", line))
+            except (ValueError, AttributeError):
+                lines.append(line)
+        return p.returncode, "\n".join(lines)
+
+    def check_config(self, *args, extra_env=None, kubeconfig=None):
+        """openshell-gateway --check-config on this gateway.toml:
+        (exit code, JSON report or None, stderr)."""
+        p = subprocess.run([gateway_util.GATEWAY, "--check-config", self.config, *args],
+                           env=self.proc_env(extra_env, kubeconfig), capture_output=True,
+                           text=True, timeout=60)
+        try:
+            out = json.loads(p.stdout) if p.stdout.strip() else None
+        except ValueError:
+            out = None
+        return p.returncode, out, p.stderr
 
     def cli_json(self, *args, check=0, timeout=90):
         r = self.cli("-o", "json", *args, check=check, timeout=timeout)

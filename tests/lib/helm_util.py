@@ -119,26 +119,29 @@ def toml_decode(text):
 
 
 def check_config(toml_text, kubeconfig):
-    """Load the file with the gateway's config loader and the Kubernetes
-    driver's settings (openshell-k8s-driver check-config), which then asks the
-    apiserver whether the namespace and configured RuntimeClasses exist.
-    Returns (exit code, parsed JSON or None, stderr). No OPENSHELL_* variable
-    is passed, so only the file speaks."""
+    """Load the file as the gateway does (`openshell-gateway --check-config`:
+    its config loader and the Kubernetes driver's settings), which then asks
+    the apiserver whether the namespace and configured RuntimeClasses exist.
+    Returns (exit code, the report's kubernetes part plus the overall "ok",
+    or None, stderr). No OPENSHELL_* variable is passed, so only the file
+    speaks."""
     fd, path = tempfile.mkstemp(prefix="gateway-", suffix=".toml")
     with os.fdopen(fd, "w") as f:
         f.write(toml_text)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENSHELL_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("OPENSHELL_") and not k.startswith("KUBERNETES_")}
+    env["KUBECONFIG"] = kubeconfig
     try:
-        r = subprocess.run([build_binary("openshell-k8s-driver"), "--config", path,
-                            "--kubeconfig", kubeconfig, "--call-timeout", "20", "check-config"],
+        r = subprocess.run([build_binary("openshell-gateway"), "--check-config", path],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                            timeout=60)
     finally:
         os.unlink(path)
     try:
-        out = json.loads(r.stdout) if r.stdout.strip() else None
+        rep = json.loads(r.stdout) if r.stdout.strip() else None
     except ValueError:
-        out = None
+        rep = None
+    out = None if rep is None else {**rep.get("kubernetes", {}), "ok": rep["ok"]}
     return r.returncode, out, r.stderr
 
 

@@ -468,6 +468,8 @@ static int k8s_configure(struct driver *d, json_t *record, const struct driver_m
 static void k8s_free(struct driver *d)
 {
 	struct k8s_driver *k = K(d);
+	if (!k8s_host_free(k))
+		return; /* its thread still runs on it: left to the process exit */
 	json_decref(k->tokens);
 	k8s_settings_release(&k->s);
 	k8s_client_free(k->client);
@@ -485,6 +487,11 @@ static const struct driver_ops k8s_ops = {
 	.reconcile = k8s_reconcile,
 	.free = k8s_free,
 	.configure = k8s_configure,
+	.host_start = k8s_host_start,
+	.event_fd = k8s_event_fd,
+	.dispatch = k8s_dispatch,
+	.resync_ms = 30000,
+	.health = k8s_health,
 };
 
 struct driver *k8s_driver_new(struct k8s_settings *settings, struct k8s_client *client,
@@ -512,9 +519,4 @@ struct driver *k8s_driver_new(struct k8s_settings *settings, struct k8s_client *
 	if (!k->opts.delete_timeout_ms)
 		k->opts.delete_timeout_ms = 60000;
 	return &k->base;
-}
-
-struct k8s_client *k8s_driver_client(struct driver *d)
-{
-	return K(d)->client;
 }

@@ -1,6 +1,8 @@
-/* k8s_driver.h - the `kubernetes` compute driver (driver.h contract): both
- * topologies, the lifecycle ordering of KUBERNETES.md with rollback, status,
- * and reconcile. It never creates a Pod before its fence, never ungates a
+/* k8s_driver.h - internals of the `kubernetes` compute driver (driver.h
+ * contract), shared by the files of src/drivers/kubernetes only: hosts reach
+ * the driver through driver_registry.h and its vtable. Both topologies, the
+ * lifecycle ordering of KUBERNETES.md with rollback, status, reconcile and
+ * the hosting hooks (k8s_host.c). It never creates a Pod before its fence, never ungates a
  * workload before its supervisor is Ready and the fence confirmed, and never
  * retries a supervisor Pod without the class the operator configured. */
 #ifndef OS_K8S_DRIVER_H
@@ -22,14 +24,6 @@ struct k8s_driver_opts {
 struct driver *k8s_driver_new(struct k8s_settings *settings, struct k8s_client *client,
 			      const struct k8s_driver_opts *opts, os_error *err);
 
-/* Blocks until a Pod of any sandbox in the namespace changes (returns 1) or
- * timeout_s passes (0): the gateway reconciles after each change and at least
- * every timeout_s. A watch that expired (410) counts as a change. */
-int k8s_driver_wait_change(struct driver *d, long timeout_s, os_error *err);
-
-/* For the harness and benchmarks: the driver's client. */
-struct k8s_client *k8s_driver_client(struct driver *d);
-
 /* ---- internals shared by k8s_driver.c and k8s_reconcile.c ---- */
 
 struct k8s_driver {
@@ -38,6 +32,7 @@ struct k8s_driver {
 	struct k8s_client *client;
 	struct k8s_driver_opts opts;
 	json_t *tokens; /* id -> sandbox token, from configure until the Secret holds it */
+	struct k8s_host *host; /* watch thread, class checks (k8s_host.c); NULL: none */
 };
 
 /* The collections a sandbox has objects in, deletion order (Pods first). */
@@ -69,6 +64,19 @@ bool k8s_pod_gated(const json_t *pod);
 /* The Events of this very Pod (kind, name and uid) as [{type, reason, message,
  * count}]; an empty array when they cannot be read (they are advisory). */
 json_t *k8s_pod_events(struct k8s_driver *k, const json_t *pod);
+
+/* Blocks until a Pod of any sandbox in the namespace changes (returns 1) or
+ * timeout_s passes (0), on client c (the watch thread's own). A watch that
+ * expired (410) counts as a change. */
+int k8s_wait_change(struct k8s_driver *k, struct k8s_client *c, long timeout_s, os_error *err);
+
+/* Hosting hooks (k8s_host.c). k8s_host_free stops the watch thread; false
+ * when it did not stop in time (the driver must then not be freed). */
+int k8s_host_start(struct driver *d, os_error *err);
+int k8s_event_fd(struct driver *d);
+int k8s_dispatch(struct driver *d, unsigned why, os_error *err);
+json_t *k8s_health(struct driver *d);
+bool k8s_host_free(struct k8s_driver *k);
 
 int k8s_status(struct driver *d, json_t *record, json_t **status, os_error *err);
 int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **report,

@@ -362,21 +362,20 @@ static int any_change(void *ctx, const char *type, const json_t *obj, os_error *
 	return 1;
 }
 
-int k8s_driver_wait_change(struct driver *d, long timeout_s, os_error *err)
+int k8s_wait_change(struct k8s_driver *k, struct k8s_client *c, long timeout_s, os_error *err)
 {
-	struct k8s_driver *k = (struct k8s_driver *)d;
 	char coll[512], q[256], path[1200], rv[128];
 	_cleanup_json_ json_t *list = NULL;
 	if (k8s_collection(k, &k8s_kinds[0], coll, sizeof coll, err) < 0 ||
 	    k8s_query_escape(K8S_L_MANAGED "=openshell", q, sizeof q, err) < 0 ||
 	    str_format(path, sizeof path, err, "%s?labelSelector=%s", coll, q) < 0 ||
-	    k8s_call(k->client, "GET", path, NULL, NULL, &list, NULL, err) < 0)
+	    k8s_call(c, "GET", path, NULL, NULL, &list, NULL, err) < 0)
 		return -1;
 	const char *lrv = json_string_value(
 		json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
 	if (!lrv || str_copy(rv, sizeof rv, lrv, err) < 0)
 		return os_error_set(err, EPROTO, "GET %s: not a list answer", path);
-	int r = k8s_watch(k->client, path, rv, sizeof rv, timeout_s, any_change, NULL, err);
+	int r = k8s_watch(c, path, rv, sizeof rv, timeout_s, any_change, NULL, err);
 	if (r < 0)
 		return -1;
 	return r == 0 ? 0 : 1; /* stopped by an event, or expired: look again */
