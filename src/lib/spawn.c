@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -28,6 +30,22 @@ static int place_fds(const struct spawn_child *c, const char **what)
 	return 0;
 }
 
+/* An ignored disposition survives exec: every signal back to its default,
+ * the realtime ones glibc keeps for itself (32, 33) included, which only
+ * the raw syscall reaches. Handlers are reset by exec anyway. */
+static void reset_dispositions(void)
+{
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} dfl = { 0 }; /* SIG_DFL is 0: the kernel's struct sigaction */
+	for (int sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+}
+
 void spawn_child_exec(const struct spawn_child *c, const char **what)
 {
 	sigset_t none;
@@ -38,7 +56,7 @@ void spawn_child_exec(const struct spawn_child *c, const char **what)
 		return;
 	}
 	sigprocmask(SIG_SETMASK, &none, NULL); /* the supervisor blocks signals for signalfd */
-	signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive exec */
+	reset_dispositions();
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
 		*what = "parent death signal";
 		return;

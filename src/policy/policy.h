@@ -230,8 +230,4 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a, uint16_t port,
 			   struct policy_decision *out);
 
-/* Credential binding: may provider's secrets be sent to host:port? */
-bool policy_credential_allowed(const struct policy_gen *g, const char *provider, const char *host,
-			       uint16_t port);
-
 #endif

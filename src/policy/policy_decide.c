@@ -198,32 +198,6 @@ void policy_decide_address(const struct policy_endpoint *ep, const struct ip_add
 			 (unsigned)port, why ? why : policy_reason_name(reasons[v]));
 }
 
-struct cred_ctx {
-	const char *provider;
-	uint16_t port;
-	bool ok;
-};
-
-static bool cred_visit(const struct policy_endpoint *ep, void *p)
-{
-	struct cred_ctx *c = p;
-	if (ep->credential_provider && !strcmp(ep->credential_provider, c->provider) &&
-	    has_port(ep, c->port))
-		c->ok = true;
-	return !c->ok;
-}
-
-bool policy_credential_allowed(const struct policy_gen *g, const char *provider, const char *host,
-			       uint16_t port)
-{
-	char h[HOST_NAME_CAP];
-	if (!provider || !host || host_normalize(host, strlen(host), h, sizeof h, NULL) < 0)
-		return false;
-	struct cred_ctx c = { .provider = provider, .port = port };
-	for_each_host_match(g, h, cred_visit, &c);
-	return c.ok;
-}
-
 bool policy_restricts_binaries(const struct policy_gen *g)
 {
 	const struct policy_doc *d = policy_gen_doc(g);

@@ -251,6 +251,21 @@ def test_credential_injected_only_at_bound_endpoint(proxy, upstream):
     assert SECRET not in open(proxy.audit).read()
 
 
+def test_credential_never_sent_over_plain_http(proxy, upstream):
+    """Absolute-form http:// to the bound host:port would carry the secret in
+    clear text: refused before any byte goes upstream."""
+    ph = "Bearer openshell:resolve:env:GITHUB_TOKEN"
+    upstream.clear()
+    code, body = proxy.curl("http://creds.test:443/plain", "-H", f"Authorization: {ph}")
+    assert code == 403 and json.loads(body)["error"] == "credential_plaintext", body
+    assert not [q for q in upstream.requests() if q["path"] == "/plain"]
+    # Control: the same placeholder inside TLS to the same endpoint is injected.
+    code, _ = proxy.curl("https://creds.test/tls", "-H", f"Authorization: {ph}")
+    assert code == 200
+    assert [q for q in upstream.requests() if q["path"] == "/tls"][0]["headers"][
+        "authorization"] == f"Bearer {SECRET}"
+
+
 def test_credential_basic_auth_and_query_not_substituted(proxy, upstream):
     import base64
     userpass = base64.b64encode(b"x-access-token:openshell:resolve:env:GITHUB_TOKEN").decode()

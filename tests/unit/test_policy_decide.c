@@ -437,13 +437,18 @@ static void ssrf_control_plane_port_inside_allowed_ips(void **state)
 	assert_int_equal(d.verdict, POLICY_ALLOW);
 }
 
+/* The proxy injects a provider's secret only where the endpoint that
+ * admitted the request binds that provider: the decision carries it. */
 static void credential_bindings(void **state)
 {
-	assert_true(policy_credential_allowed(*state, "github", "token.example.com", 443));
-	assert_true(policy_credential_allowed(*state, "github", "TOKEN.example.com.", 443));
-	assert_false(policy_credential_allowed(*state, "github", "token.example.com", 444));
-	assert_false(policy_credential_allowed(*state, "gitlab", "token.example.com", 443));
-	assert_false(policy_credential_allowed(*state, "github", "api.example.com", 443));
+	struct policy_decision d = connect_(state, "TOKEN.example.com.", 443, curl, 1);
+	assert_int_equal(d.verdict, POLICY_ALLOW);
+	assert_non_null(d.endpoint);
+	assert_non_null(d.endpoint->credential_provider);
+	assert_string_equal(d.endpoint->credential_provider, "github");
+	d = connect_(state, "api.example.com", 443, curl, 1); /* control: no binding */
+	assert_int_equal(d.verdict, POLICY_ALLOW);
+	assert_null(d.endpoint->credential_provider);
 }
 
 static void generations_swap_while_old_ones_stay_valid(void **state)

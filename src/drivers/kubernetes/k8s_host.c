@@ -300,7 +300,6 @@ static int check_cluster(const struct k8s_settings *s, json_t *report, os_error 
 		return os_error_prefix(err, "drivers.kubernetes");
 	json_object_set_new(report, "server", json_string(k8s_client_creds(c)->server));
 	json_t *classes = check_classes(s, c);
-	_cleanup_json_ json_t *missing = missing_classes(classes);
 	json_object_set_new(report, "runtime_classes", classes ? classes : json_array());
 	int ns_ok =
 		str_format(ns_path, sizeof ns_path, &nerr, "/api/v1/namespaces/%s", s->namespace);

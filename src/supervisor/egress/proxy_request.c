@@ -222,10 +222,21 @@ struct cred_ctx {
 	struct conn *c;
 };
 
+/* A secret goes only where the endpoint that admitted this very request
+ * binds its provider: another endpoint on the same host:port (another
+ * policy, another binary) binding it is no licence. */
 static bool cred_allowed(void *data, const char *provider)
 {
 	struct conn *c = ((struct cred_ctx *)data)->c;
-	return policy_credential_allowed(c->gen, provider, c->host, c->port);
+	return c->ep && c->ep->credential_provider && provider &&
+	       strcmp(c->ep->credential_provider, provider) == 0;
+}
+
+/* ...and only inside TLS to the upstream: over plain HTTP it would cross
+ * the wire in clear text. */
+static bool upstream_is_tls(const struct conn *c)
+{
+	return c->mode == MODE_MITM && !c->inference && c->upstream.ssl != NULL;
 }
 
 static bool is_hop_header(struct http_slice n)
@@ -271,6 +282,11 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		enum cred_result r =
 			credentials_rewrite_value(cfg->creds, h->value.p, h->value.len,
 						  cred_allowed, &cc, &val, &provider, &err);
+		if (r == CRED_OK && !upstream_is_tls(c)) {
+			*deny_reason = "credential_plaintext";
+			rc = -1;
+			break;
+		}
 		if (r == CRED_ENDPOINT_MISMATCH || r == CRED_UNKNOWN_KEY || r == CRED_ERROR) {
 			*deny_reason = r == CRED_ENDPOINT_MISMATCH ? "credential_endpoint_mismatch"
 				       : r == CRED_UNKNOWN_KEY	   ? "credential_unknown"
@@ -340,8 +356,12 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	if (build_upstream_head(c, req, method, canon, &deny) < 0) {
 		buf_reset(&c->uout);
 		if (deny)
-			reply_error(c, 403, deny,
-				    "credential placeholder not allowed for this endpoint", deny);
+			reply_error(
+				c, 403, deny,
+				strcmp(deny, "credential_plaintext") == 0
+					? "credentials are only sent inside TLS to the upstream"
+					: "credential placeholder not allowed for this endpoint",
+				deny);
 		else
 			reply_error(c, 400, "bad_request", "request head could not be forwarded",
 				    "bad_header");
