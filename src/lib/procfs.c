@@ -246,7 +246,8 @@ int procfs_socket_index_build(ino_t netns_ino, pid_t skip, struct procfs_socket_
 		procfs_socket_index_free(out);
 		return -1;
 	}
-	qsort(out->ref, out->n, sizeof *out->ref, by_inode);
+	if (out->n) /* qsort's array may not be NULL, even for none */
+		qsort(out->ref, out->n, sizeof *out->ref, by_inode);
 	return 0;
 }
 

@@ -266,6 +266,40 @@ def test_credential_never_sent_over_plain_http(proxy, upstream):
         "authorization"] == f"Bearer {SECRET}"
 
 
+def test_secret_split_across_chunks_is_masked(proxy, upstream):
+    """The upstream echoes the request in 3-byte chunks: the secret never
+    lies whole inside one chunk, so it is caught only on the decoded body."""
+    ph = "Bearer openshell:resolve:env:GITHUB_TOKEN"
+    code, body = proxy.curl("https://creds.test/echo-chunked", "-H", f"Authorization: {ph}")
+    assert code == 200
+    assert SECRET not in body
+    echoed = json.loads(body)  # the agent got the decoded body, whole
+    assert echoed["headers"]["authorization"] == "Bearer " + "*" * len(SECRET)
+    # Control: the upstream did receive the secret.
+    assert [q for q in upstream.requests() if q["path"] == "/echo-chunked"][0]["headers"][
+        "authorization"] == f"Bearer {SECRET}"
+
+
+def test_secret_echoed_later_without_a_placeholder_is_masked(proxy, upstream):
+    """Once an upstream has received a secret, every later answer from it is
+    scrubbed, on a new connection and with no placeholder in the request."""
+    ph = "Bearer openshell:resolve:env:GITHUB_TOKEN"
+    assert proxy.curl("https://creds.test/first", "-H", f"Authorization: {ph}")[0] == 200
+    code, body = proxy.curl("https://creds.test/last-auth")
+    assert code == 200 and SECRET not in body
+    assert json.loads(body)["last"] == "Bearer " + "*" * len(SECRET)
+
+
+def test_inference_backend_key_reflected_is_masked(proxy, upstream):
+    code, body = proxy.curl("https://inference.local/v1/chat/completions", "-X", "POST",
+                            "-H", "Content-Type: application/json",
+                            "-d", '{"model":"whatever","messages":[]}')
+    assert code == 200
+    assert "sk-backend-key" not in body
+    # Control: the echo carried the key the backend received, masked.
+    assert json.loads(body)["headers"]["authorization"] == "Bearer " + "*" * len("sk-backend-key")
+
+
 def test_credential_basic_auth_and_query_not_substituted(proxy, upstream):
     import base64
     userpass = base64.b64encode(b"x-access-token:openshell:resolve:env:GITHUB_TOKEN").decode()

@@ -24,6 +24,30 @@ class Echo(http.server.BaseHTTPRequestHandler):
         }
         with open(self.server.log, "a") as f:
             f.write(json.dumps(record) + "\n")
+        if self.path.startswith("/last-auth"):
+            # A leaky upstream: answers with the Authorization it saw last
+            # (from any earlier request), whatever this request carries.
+            out = json.dumps({"last": self.server.last_auth}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
+        if "authorization" in record["headers"]:
+            self.server.last_auth = record["headers"]["authorization"]
+        if self.path.startswith("/echo-chunked"):
+            # The echo in 3-byte chunks: every secret straddles boundaries.
+            out = json.dumps(record).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(0, len(out), 3):
+                piece = out[i:i + 3]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\n\r\n")
+            return
         if self.path.startswith("/stream"):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -52,6 +76,7 @@ def main():
     addr, port, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     srv = http.server.ThreadingHTTPServer((addr, port), Echo)
     srv.log = log
+    srv.last_auth = None
     if len(sys.argv) > 5:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(sys.argv[4], sys.argv[5])

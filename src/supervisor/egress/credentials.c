@@ -234,23 +234,25 @@ enum cred_result credentials_rewrite_value(const struct credentials *c, const ch
 	return substitute(c, value, len, allowed, data, out, provider, err);
 }
 
+size_t secret_mask_one(const char *secret, char *data, size_t len)
+{
+	size_t sl = secret ? strlen(secret) : 0, hits = 0;
+	char *p = data, *hit;
+	size_t left = len;
+	while (sl && left >= sl && (hit = memmem(p, left, secret, sl)) != NULL) {
+		memset(hit, '*', sl);
+		hits++;
+		left -= (size_t)(hit + sl - p);
+		p = hit + sl;
+	}
+	return hits;
+}
+
 size_t credentials_mask(const struct credentials *c, char *data, size_t len)
 {
 	size_t hits = 0;
-	for (size_t i = 0; c && i < c->n; i++) {
-		size_t sl = strlen(c->v[i].secret);
-		if (sl == 0)
-			continue;
-		char *p = data;
-		size_t left = len;
-		char *hit;
-		while (left >= sl && (hit = memmem(p, left, c->v[i].secret, sl)) != NULL) {
-			memset(hit, '*', sl);
-			hits++;
-			left -= (size_t)(hit + sl - p);
-			p = hit + sl;
-		}
-	}
+	for (size_t i = 0; c && i < c->n; i++)
+		hits += secret_mask_one(c->v[i].secret, data, len);
 	return hits;
 }
 

@@ -40,6 +40,8 @@ enum cred_result credentials_rewrite_value(const struct credentials *c, const ch
 					   size_t len, cred_allowed_fn allowed, void *data,
 					   struct buf *out, const char **provider, os_error *err);
 
+/* '*' over every occurrence of secret in data; how many. */
+size_t secret_mask_one(const char *secret, char *data, size_t len);
 /* Overwrites every occurrence of any secret in data with '*' (same length,
  * so framing stays valid); returns how many were masked. */
 size_t credentials_mask(const struct credentials *c, char *data, size_t len);

@@ -202,20 +202,22 @@ static const char *next_field(const char **p, const char *end, size_t *len)
 	return f;
 }
 
-static bool field_is_addr(const char *f, size_t len, const char *addr, unsigned port)
+/* want is "ADDR:PORT" as /proc prints it, formatted once per lookup (a
+ * flood of lookups over a large table must not format per line). */
+static bool field_is(const char *f, size_t len, const char *want, size_t want_len)
 {
-	char want[48];
-	snprintf(want, sizeof want, "%s:%04X", addr, port);
-	return len == strlen(want) && strncasecmp(f, want, len) == 0;
+	return len == want_len && strncasecmp(f, want, len) == 0;
 }
 
 int identity_parse_proc_net(const char *text, bool v6, const struct sockaddr *sock_local,
 			    const struct sockaddr *sock_remote, unsigned long *inode, uid_t *uid)
 {
-	char la[40], ra[40];
+	char la[40], ra[40], wl[48], wr[48];
 	unsigned lp, rp;
 	proc_net_addr(sock_local, la, sizeof la, &lp);
 	proc_net_addr(sock_remote, ra, sizeof ra, &rp);
+	size_t wll = (size_t)snprintf(wl, sizeof wl, "%s:%04X", la, lp);
+	size_t wrl = (size_t)snprintf(wr, sizeof wr, "%s:%04X", ra, rp);
 	(void)v6;
 	const char *line = strchr(text, '\n'); /* skip the header */
 	while (line && *++line) {
@@ -229,7 +231,7 @@ int identity_parse_proc_net(const char *text, bool v6, const struct sockaddr *so
 		for (int i = 0; i < 10; i++)
 			f[i] = next_field(&p, end, &fl[i]);
 		/* fields: sl local rem st tx:rx tr:when retr uid timeout inode */
-		if (field_is_addr(f[1], fl[1], la, lp) && field_is_addr(f[2], fl[2], ra, rp)) {
+		if (field_is(f[1], fl[1], wl, wll) && field_is(f[2], fl[2], wr, wrl)) {
 			uint64_t u, ino;
 			if (parse_u64(f[7], fl[7], 0, UINT32_MAX, &u, NULL) < 0 ||
 			    parse_u64(f[9], fl[9], 1, UINT64_MAX, &ino, NULL) < 0)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cleanup.h"
+#include "credentials.h"
 #include "fdutil.h"
 #include "json.h"
 #include "parse.h"
@@ -33,6 +34,16 @@ void inference_routes_free(struct inference_routes *r)
 		free(r->api_key);
 	}
 	free(r);
+}
+
+size_t inference_mask_keys(const struct inference_routes *r, char *data, size_t len)
+{
+	return r ? secret_mask_one(r->api_key, data, len) : 0;
+}
+
+size_t inference_max_key_len(const struct inference_routes *r)
+{
+	return r && r->api_key ? strlen(r->api_key) : 0;
 }
 
 static int parse_base_url(struct inference_routes *r, const char *url, os_error *err)

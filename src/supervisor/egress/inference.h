@@ -23,6 +23,10 @@ int inference_routes_load(const char *path, struct inference_routes **out, os_er
 int inference_routes_parse(const char *json, size_t len, struct inference_routes **out,
 			   os_error *err);
 void inference_routes_free(struct inference_routes *r);
+/* The backends' API keys, for scrubbing answers (secret_echo.h): '*' over
+ * each occurrence in data (count returned), and the longest key's length. */
+size_t inference_mask_keys(const struct inference_routes *r, char *data, size_t len);
+size_t inference_max_key_len(const struct inference_routes *r);
 
 /* True for the OpenAI/Anthropic-shaped method+path pairs that are routed. */
 bool inference_path_allowed(const char *method, const char *path);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "secret_echo.h"
 #include "proxy_internal.h"
 
 struct proxy {
@@ -22,6 +23,7 @@ struct proxy {
 	unsigned n_conns;
 	uint64_t serial; /* bumped by proxy_policy_changed */
 	bool freeing; /* proxy_free: nothing is on the stack, free at once */
+	struct secret_echo *echo; /* upstreams that hold a secret */
 };
 
 void proxy_limits_default(struct proxy_limits *l)
@@ -31,6 +33,11 @@ void proxy_limits_default(struct proxy_limits *l)
 	l->idle_timeout_ms = 300000;
 	l->connect_timeout_ms = 10000;
 	l->buf_cap = 256 * 1024;
+}
+
+struct secret_echo *proxy_echo(const struct proxy *p)
+{
+	return p->echo;
 }
 
 const struct proxy_config *proxy_cfg(const struct proxy *p)
@@ -186,14 +193,14 @@ static ssize_t flush(struct stream *s, struct buf *b, size_t hold)
 	return (ssize_t)sent;
 }
 
-/* Scrubs secrets from what is about to reach the agent (see conn.injected). */
+/* Scrubs secrets from what is about to reach the agent (see conn.masking). */
 static void scrub_client_output(struct conn *c)
 {
-	const struct credentials *cr = proxy_cfg(c->proxy)->creds;
-	size_t l = credentials_max_len(cr);
-	if (!c->injected || l == 0 || c->cout.len == 0)
+	const struct proxy_config *cfg = proxy_cfg(c->proxy);
+	size_t l = secret_echo_max_len(cfg->creds, cfg->inference);
+	if (!c->masking || l == 0 || c->cout.len == 0)
 		return;
-	if (credentials_mask(cr, c->cout.data, c->cout.len) > 0)
+	if (secret_echo_mask(cfg->creds, cfg->inference, c->cout.data, c->cout.len) > 0)
 		audit_decision(c, "http", "deny", "credential_echo_masked", NULL, NULL,
 			       "a secret in the upstream's answer was masked");
 	bool done = c->state != ST_FORWARD;
@@ -344,15 +351,18 @@ static void accept_one(struct proxy *p, int fd, const struct sockaddr_storage *p
 		conn_close(c);
 		return;
 	}
-	proxy_identify_at_accept(c);
 	if (p->n_conns > p->cfg.limits.max_conns) {
 		reply_error(c, 503, "too_many_connections",
 			    "connection limit of this sandbox reached", "conn_limit");
 		conn_step(c);
+		return;
 	}
+	proxy_identify_at_accept(c);
 }
 
-#define ACCEPT_BATCH 64
+/* Large, so a flood costs few /proc snapshots (each walks every fd of the
+ * sandbox); one loop turn still serves the other connections after it. */
+#define ACCEPT_BATCH 512
 
 /* Accepts a batch first, then sets each connection up: the callers of the
  * whole batch are looked up in one snapshot of /proc taken after the last
@@ -360,8 +370,9 @@ static void accept_one(struct proxy *p, int fd, const struct sockaddr_storage *p
 static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned events, void *data)
 {
 	struct proxy *p = data;
-	struct sockaddr_storage peer[ACCEPT_BATCH];
-	int fds[ACCEPT_BATCH], n = 0;
+	static struct sockaddr_storage peer[ACCEPT_BATCH]; /* one loop thread */
+	static int fds[ACCEPT_BATCH];
+	int n = 0;
 	while (n < ACCEPT_BATCH) {
 		socklen_t len = sizeof peer[n];
 		int fd = accept4(lfd, (struct sockaddr *)&peer[n], &len,
@@ -392,7 +403,12 @@ int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out
 	p->cfg = *cfg;
 	if (!p->cfg.limits.buf_cap)
 		proxy_limits_default(&p->cfg.limits);
+	if (secret_echo_new(&p->echo, err) < 0) {
+		free(p);
+		return -1;
+	}
 	if (loop_io_add(l, cfg->listen_fd, LOOP_IN, 0, on_accept, p, &p->lio, err) < 0) {
+		secret_echo_free(p->echo);
 		free(p);
 		return os_error_prefix(err, "watching the proxy listener");
 	}
@@ -431,5 +447,6 @@ void proxy_free(struct proxy *p)
 		loop_io_remove(p->lio);
 	close(p->cfg.listen_fd);
 	identity_ctx_free(p->cfg.identity); /* owned since proxy_new / proxy_set_identity */
+	secret_echo_free(p->echo);
 	free(p);
 }

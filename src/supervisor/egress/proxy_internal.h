@@ -51,6 +51,7 @@ struct body {
 	enum body_state state;
 	uint64_t remaining;
 	struct http_chunked chunked;
+	bool decode; /* chunked: forward the decoded data, not the framing */
 };
 
 struct proxy;
@@ -110,6 +111,10 @@ struct conn {
 	 * every secret, and the last `hold` bytes of cout wait for the next
 	 * bytes so a secret split across reads is still caught. */
 	bool injected;
+	/* The answer now relayed is scrubbed: its exchange injected a secret,
+	 * or its upstream ever received one (secret_echo.h), or it comes from
+	 * an inference backend (which holds its key). */
+	bool masking;
 	size_t hold;
 	struct body req_body, resp_body;
 	/* splice pipes: [0] agent->upstream, [1] upstream->agent */
@@ -131,6 +136,7 @@ void conn_update_interest(struct conn *c);
 void conn_step(struct conn *c);
 struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial);
 const struct proxy_config *proxy_cfg(const struct proxy *p);
+struct secret_echo *proxy_echo(const struct proxy *p);
 struct loop *proxy_loop(const struct proxy *p);
 
 /* proxy_reply.c: answers to the agent, each with an audit record */

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "parse.h"
 #include "proxy_internal.h"
+#include "secret_echo.h"
 
 #define SPLICE_CHUNK (1 << 20)
 
@@ -135,14 +137,17 @@ ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err
 		if (b->remaining == 0)
 			b->state = BODY_DONE;
 	} else if (b->state == BODY_CHUNKED) {
-		/* Validate the chunked framing; forward the raw bytes it accepted. */
+		/* Validate the chunked framing; forward the raw bytes it accepted
+		 * (or, decoding, only the data: decoded <= raw, so it fits). */
 		size_t total = 0;
 		while (total < n) {
 			size_t used = 0;
-			struct http_slice data;
+			struct http_slice data = { 0 };
 			int r = http_chunked_feed(&b->chunked, in->data + total, n - total, &used,
 						  &data, err);
 			if (r < 0)
+				return -1;
+			if (b->decode && data.len && buf_append(out, data.p, data.len, err) < 0)
 				return -1;
 			total += used;
 			if (r == HTTP_PARSE_DONE) {
@@ -153,6 +158,10 @@ ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err
 				break;
 		}
 		n = total;
+		if (b->decode) {
+			buf_consume(in, n);
+			return (ssize_t)n;
+		}
 	}
 	if (buf_append(out, in->data, n, err) < 0)
 		return -1;
@@ -177,6 +186,38 @@ static bool read_side(struct stream *s, struct buf *b, bool *eof)
 	return true;
 }
 
+static bool framing_header(struct http_slice n)
+{
+	static const char *const names[] = { "transfer-encoding", "content-length", "connection",
+					     "keep-alive", "trailer" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (str_ieq(n.p, n.len, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
+/* The head of a chunked answer that is scrubbed: a chunk boundary inside a
+ * secret would hide it from the scrubber, so the body is relayed decoded,
+ * delimited by the end of the connection. */
+static int unchunked_head(struct conn *c, const struct http_response *resp, os_error *err)
+{
+	char reason[128];
+	size_t rl = resp->reason.len < sizeof reason ? resp->reason.len : sizeof reason - 1;
+	memcpy(reason, resp->reason.p, rl);
+	reason[rl] = '\0';
+	if (http_write_status_line(&c->cout, resp->status, reason, err) < 0)
+		return -1;
+	for (size_t i = 0; i < resp->headers.n; i++) {
+		const struct http_header *h = &resp->headers.v[i];
+		if (!framing_header(h->name) &&
+		    http_write_header_slice(&c->cout, h->name, h->value, err) < 0)
+			return -1;
+	}
+	if (http_write_header(&c->cout, "Connection", "close", err) < 0)
+		return -1;
+	return buf_append_str(&c->cout, "\r\n", err);
+}
+
 /* Parses the upstream's response head and queues it for the agent: 1 for
  * the final head, 0 when more is needed or after an interim (1xx) head,
  * which sets *took like the final one does. */
@@ -188,11 +229,17 @@ static int response_head(struct conn *c, bool *took, os_error *err)
 	if (r <= 0)
 		return r;
 	http_parser_reset(&c->rparser);
-	if (buf_append(&c->cout, c->uin.data, consumed, err) < 0)
+	c->masking = c->injected || c->inference ||
+		     secret_echo_marked(proxy_echo(c->proxy), c->host, c->port);
+	bool final = resp.status < 100 || resp.status >= 200;
+	bool decode = final && c->masking &&
+		      http_response_body(&resp, c->req_is_head, false) == HTTP_BODY_CHUNKED;
+	if ((decode ? unchunked_head(c, &resp, err)
+		    : buf_append(&c->cout, c->uin.data, consumed, err)) < 0)
 		return -1;
 	buf_consume(&c->uin, consumed);
 	*took = true;
-	if (resp.status >= 100 && resp.status < 200)
+	if (!final)
 		return 0; /* interim: the real head follows */
 	c->resp_head_done = true;
 	c->upstream_close = resp.framing.close;
@@ -204,6 +251,9 @@ static int response_head(struct conn *c, bool *took, os_error *err)
 	case HTTP_BODY_CHUNKED:
 		c->resp_body.state = BODY_CHUNKED;
 		http_chunked_init(&c->resp_body.chunked, UINT64_MAX >> 1);
+		/* Decoded, the body ends where the agent's connection does. */
+		c->resp_body.decode = c->masking;
+		c->client_close |= c->masking;
 		break;
 	case HTTP_BODY_UNTIL_CLOSE:
 		c->resp_body.state = BODY_UNTIL_CLOSE;

@@ -12,6 +12,7 @@
 #include "hostglob.h"
 #include "inference.h"
 #include "log.h"
+#include "secret_echo.h"
 #include "parse.h"
 #include "proxy_internal.h"
 
@@ -272,9 +273,11 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		const struct http_header *h = &req->headers.v[i];
 		if (is_hop_header(h->name))
 			continue;
-		/* Toward a credential-bound endpoint the answer must be readable to
-		 * be scrubbed of secrets: no compression. */
-		if (c->ep && c->ep->credential_provider &&
+		/* Toward a credential-bound endpoint, or an upstream that ever
+		 * received a secret, the answer must be readable to be scrubbed
+		 * of secrets: no compression. */
+		if (((c->ep && c->ep->credential_provider) ||
+		     secret_echo_marked(proxy_echo(c->proxy), c->host, c->port)) &&
 		    str_ieq(h->name.p, h->name.len, "accept-encoding", 15))
 			continue;
 		buf_reset(&val);
@@ -294,8 +297,10 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 			rc = -1;
 			break;
 		}
-		if (r == CRED_OK)
+		if (r == CRED_OK) {
 			c->injected = true;
+			secret_echo_mark(proxy_echo(c->proxy), c->host, c->port);
+		}
 		rc = http_write_header_slice(o, h->name, (struct http_slice){ val.data, val.len },
 					     &err);
 	}
