@@ -118,9 +118,10 @@ struct conn {
 	bool half_closed[2];
 	bool pipe_grown[2];
 	/* MODE_TUNNEL to a named host: the agent's first bytes wait in cin
-	 * until their TLS server name is checked (proxy_sni.c); sni_eof: the
+	 * until their TLS server name is checked (proxy_sni.c), then go out
+	 * through uout (sni_flushing) before splicing starts; sni_eof: the
 	 * agent closed its side meanwhile, passed on once they are out. */
-	bool sni_pending, sni_eof;
+	bool sni_pending, sni_flushing, sni_eof;
 };
 
 /* proxy_state.c */

@@ -12,7 +12,7 @@
 
 bool tunnel_sni_pending(const struct conn *c)
 {
-	return c->sni_pending || c->sni_eof || c->uout.len > 0;
+	return c->sni_pending || c->sni_flushing;
 }
 
 static enum step_result refuse(struct conn *c, const char *reason, const char *detail)
@@ -47,14 +47,19 @@ static int read_first_bytes(struct conn *c, bool *eof)
 	return got;
 }
 
-/* The verdict is in and its bytes are out: pass the agent's EOF on. */
+/* The verdict is in and its bytes are out: the buffers go (a long-lived
+ * tunnel must not keep them) and the agent's EOF is passed on. */
 static enum step_result after_verdict(struct conn *c)
 {
-	if (c->uout.len > 0 || !c->sni_eof)
+	if (c->uout.len > 0)
 		return STEP_WAIT;
-	c->sni_eof = false;
-	c->half_closed[0] = true;
-	shutdown(c->upstream.fd, SHUT_WR);
+	c->sni_flushing = false;
+	buf_free(&c->uout);
+	buf_free(&c->cin);
+	if (c->sni_eof) {
+		c->half_closed[0] = true;
+		shutdown(c->upstream.fd, SHUT_WR);
+	}
 	return STEP_PROGRESS;
 }
 
@@ -89,6 +94,7 @@ enum step_result tunnel_sni_step(struct conn *c)
 	/* Not TLS, no server name, or the right one: the bytes go out first,
 	 * then the tunnel splices (tunnel_sni_pending() holds it until then). */
 	c->sni_pending = false;
+	c->sni_flushing = true;
 	c->sni_eof = eof;
 	if (buf_append(&c->uout, c->cin.data, c->cin.len, NULL) < 0) {
 		conn_close(c);
