@@ -188,6 +188,7 @@ enum policy_reason {
 	POLICY_R_NO_MATCHING_RULE,
 	POLICY_R_NOT_INSPECTED, /* endpoint has no L7 rules: request allowed at L4 */
 	POLICY_R_CREDENTIAL_ENDPOINT_MISMATCH,
+	POLICY_R_METHOD_OVERRIDE_DENIED, /* allowed as sent, not as the method it overrides to */
 	POLICY_R_COUNT_
 };
 

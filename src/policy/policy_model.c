@@ -102,6 +102,7 @@ const char *policy_reason_name(enum policy_reason r)
 		[POLICY_R_NO_MATCHING_RULE] = "no_matching_rule",
 		[POLICY_R_NOT_INSPECTED] = "not_inspected",
 		[POLICY_R_CREDENTIAL_ENDPOINT_MISMATCH] = "credential_endpoint_mismatch",
+		[POLICY_R_METHOD_OVERRIDE_DENIED] = "method_override_denied",
 	};
 	if ((unsigned)r >= POLICY_R_COUNT_ || !names[r])
 		return "unknown";

@@ -14,6 +14,7 @@ static const char usage_text[] =
 	"usage: openshell-supervisor --backend inpod|split --sandbox-id ID --proxy-port N\n"
 	"         [--max-processes N] [--max-memory-mb M]"
 	" [--binary-identity kernel|endpoint-only]\n"
+	"         [--tunnel-sni check|allow-mismatch]\n"
 	"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
 	" -- CMD [ARG...]\n"
 	"         [--gateway unix:/PATH|http://HOST:PORT|https://HOST:PORT"
@@ -93,6 +94,12 @@ static int set_checked_flag(struct sup_options *o, const char *a, const char *v,
 					    "endpoint-only, got \"%s\"",
 					    v);
 		o->egress.endpoint_only = strcmp(v, "endpoint-only") == 0;
+	} else if (strcmp(a, "--tunnel-sni") == 0) {
+		if (strcmp(v, "check") != 0 && strcmp(v, "allow-mismatch") != 0)
+			return os_error_set(
+				err, EINVAL,
+				"--tunnel-sni: expected check or allow-mismatch, got \"%s\"", v);
+		o->egress.allow_sni_mismatch = strcmp(v, "allow-mismatch") == 0;
 	} else if (strcmp(a, "--max-processes") == 0) {
 		if (parse_u64_str(v, 1, 1u << 22, &o->max_processes, err) < 0)
 			return os_error_prefix(err, "%s", a);

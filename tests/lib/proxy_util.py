@@ -131,6 +131,13 @@ class Proxy:
         except FileNotFoundError:
             return []
 
+    def last_audit(self, **match):
+        """The newest audit record whose fields equal match, or None."""
+        for r in reversed(self.audit_records()):
+            if all(r.get(k) == v for k, v in match.items()):
+                return r
+        return None
+
     def curl(self, url, *args, timeout=10):
         """curl through the proxy; returns (http_code, body)."""
         r = subprocess.run(["curl", "-s", "-m", str(timeout), "--cacert", self.ca, "-x", self.url,

@@ -83,6 +83,7 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 	proxy_limits_default(&e->cfg.limits);
 	e->cfg.sandbox_id = o->sandbox_id;
 	e->cfg.endpoint_only = o->endpoint_only;
+	e->cfg.allow_sni_mismatch = o->allow_sni_mismatch;
 	struct policy_gen *g = load_gen(o->policy_path, NULL, err);
 	struct resolver_config rc = { .dns_servers = o->dns_servers, .hosts_file = o->hosts_file };
 	if (!g || !(e->holder = policy_holder_new(g)) ||

@@ -27,6 +27,7 @@ struct egress_options {
 	const char *run_dir; /* CA files for the agent go here (0755 dir) */
 	const char *workdir; /* the agent's /sandbox, or NULL */
 	bool endpoint_only; /* --binary-identity endpoint-only (operator): split pods */
+	bool allow_sni_mismatch; /* --tunnel-sni allow-mismatch (operator) */
 };
 
 struct egress;

@@ -43,6 +43,9 @@ struct proxy_config {
 	/* Operator's choice for boundaries where caller identity cannot cross
 	 * (split pods): judge by endpoint only, ignoring binaries lists. */
 	bool endpoint_only;
+	/* Operator's choice only (never the policy): L4 tunnels to a named host
+	 * skip the check that a TLS ClientHello names that host. */
+	bool allow_sni_mismatch;
 	struct proxy_limits limits;
 };
 

@@ -122,6 +122,11 @@ struct conn {
 	size_t piped[2];
 	bool half_closed[2];
 	bool pipe_grown[2];
+	/* MODE_TUNNEL to a named host: the agent's first bytes wait in cin
+	 * until their TLS server name is checked (proxy_sni.c), then go out
+	 * through uout (sni_flushing) before splicing starts; sni_eof: the
+	 * agent closed its side meanwhile, passed on once they are out. */
+	bool sni_pending, sni_flushing, sni_eof;
 };
 
 /* proxy_state.c */
@@ -160,6 +165,15 @@ void upstream_check_idle(struct conn *c);
 enum step_result upstream_connect_step(struct conn *c);
 enum step_result tls_accept_step(struct conn *c);
 enum step_result tls_connect_step(struct conn *c);
+
+/* proxy_shape.c: false when the request was answered (refused) */
+bool proxy_judge_shape(struct conn *c, const struct http_request *req, const char *method,
+		       const char *raw, const char *logged, struct policy_decision *d);
+
+/* proxy_sni.c: tunnel_step() hands the agent->upstream direction to
+ * tunnel_sni_step() while tunnel_sni_pending(). */
+bool tunnel_sni_pending(const struct conn *c);
+enum step_result tunnel_sni_step(struct conn *c);
 
 /* proxy_relay.c */
 int tunnel_start(struct conn *c);

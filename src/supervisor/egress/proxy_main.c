@@ -23,7 +23,7 @@ struct opts {
 	const char *audit_log, *sandbox_id;
 	long identity_pid;
 	unsigned max_conns, head_timeout_ms;
-	bool endpoint_only;
+	bool endpoint_only, allow_sni_mismatch;
 };
 
 struct state {
@@ -41,7 +41,8 @@ static void usage(void)
 		"DIR]\n"
 		"         [--credentials FILE] [--inference FILE] [--audit-log FILE]\n"
 		"         [--sandbox-id ID] [--max-conns N] [--head-timeout-ms MS]\n"
-		"         [--binary-identity kernel|endpoint-only]\n");
+		"         [--binary-identity kernel|endpoint-only]"
+		" [--tunnel-sni check|allow-mismatch]\n");
 }
 
 static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
@@ -76,6 +77,12 @@ static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
 					err, EINVAL,
 					"--binary-identity: expected kernel or endpoint-only");
 			o->endpoint_only = strcmp(v, "endpoint-only") == 0;
+		} else if (!strcmp(a, "--tunnel-sni")) {
+			if (strcmp(v, "check") != 0 && strcmp(v, "allow-mismatch") != 0)
+				return os_error_set(
+					err, EINVAL,
+					"--tunnel-sni: expected check or allow-mismatch");
+			o->allow_sni_mismatch = strcmp(v, "allow-mismatch") == 0;
 		} else if (!strcmp(a, "--head-timeout-ms")) {
 			if (parse_u64_str(v, 1, 3600000, &n, err) < 0)
 				return os_error_prefix(err, "--head-timeout-ms");
@@ -170,6 +177,7 @@ static int run(struct state *st, os_error *err)
 	if (o->max_conns)
 		cfg.limits.max_conns = o->max_conns;
 	cfg.endpoint_only = o->endpoint_only;
+	cfg.allow_sni_mismatch = o->allow_sni_mismatch;
 	if (o->head_timeout_ms)
 		cfg.limits.head_timeout_ms = o->head_timeout_ms;
 	struct policy_gen *g = load_policy(o->policy, err);

@@ -96,7 +96,15 @@ enum step_result tunnel_step(struct conn *c)
 {
 	if (c->cout.len > 0)
 		return STEP_WAIT; /* the 200 goes first */
-	bool moved = splice_dir(c, 0, c->client.fd, c->upstream.fd);
+	bool moved;
+	if (tunnel_sni_pending(c)) { /* agent bytes wait for the SNI check */
+		enum step_result r = tunnel_sni_step(c);
+		if (r == STEP_CLOSED)
+			return r;
+		moved = r == STEP_PROGRESS;
+	} else {
+		moved = splice_dir(c, 0, c->client.fd, c->upstream.fd);
+	}
 	moved |= splice_dir(c, 1, c->upstream.fd, c->client.fd);
 	if (c->half_closed[0] && c->half_closed[1] && !c->piped[0] && !c->piped[1]) {
 		conn_close(c);

@@ -213,6 +213,8 @@ static void handle_connect(struct conn *c, const struct http_request *req, size_
 		c->mode = MODE_MITM;
 	} else {
 		c->mode = MODE_TUNNEL;
+		/* One allowed name must not front another at the same address. */
+		c->sni_pending = !cfg->allow_sni_mismatch && !host_is_ip_literal(c->host);
 	}
 	upstream_start(c);
 }
@@ -346,6 +348,8 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		reply_policy_denied(c, &d, method, logged);
 		return;
 	}
+	if (!proxy_judge_shape(c, req, method, raw, logged, &d))
+		return;
 	audit_decision(c, "http", d.verdict == POLICY_AUDIT ? "audit" : "allow",
 		       policy_reason_name(d.reason), method, logged, NULL);
 	c->req_is_head = strcmp(method, "HEAD") == 0;

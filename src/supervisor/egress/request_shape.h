@@ -1,0 +1,37 @@
+/* request_shape.h - request shapes that make an upstream act on another
+ * request than the one the policy judged: method overrides (headers and the
+ * `_method` query parameter that frameworks honour) and bodies on methods
+ * whose bodies upstreams may ignore (the body is then read as a second,
+ * unjudged request). Pure functions of a parsed head; no I/O. */
+#ifndef OS_REQUEST_SHAPE_H
+#define OS_REQUEST_SHAPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "http.h"
+
+#define SHAPE_OVERRIDES_MAX 8 /* more overrides than this in one request: refused */
+#define SHAPE_METHOD_MAX 32 /* bytes of an override value, NUL included */
+
+struct method_overrides {
+	size_t n;
+	char method[SHAPE_OVERRIDES_MAX][SHAPE_METHOD_MAX]; /* upper-cased */
+	const char *source[SHAPE_OVERRIDES_MAX]; /* "X-HTTP-Method-Override", "_method", ... */
+};
+
+/* Collects every override the request carries: the X-HTTP-Method-Override,
+ * X-HTTP-Method and X-Method-Override headers (any case, each occurrence)
+ * and `_method` query parameters (percent-decoded, `&` or `;` separated).
+ * 0, or -1 with why[cap] saying what is wrong ("invalid method override
+ * in X-HTTP-Method") when a value is not a method token (letters, '-', '_',
+ * as the policy reads methods) or there are too many. */
+int request_method_overrides(const struct http_request *req, struct method_overrides *out,
+			     char *why, size_t cap);
+
+/* GET, HEAD and TRACE announcing a body (any Content-Length > 0 or
+ * Transfer-Encoding): content without defined semantics (RFC 9110 9.3.1,
+ * 9.3.2; TRACE must not carry any, 9.3.8). */
+bool request_body_without_semantics(const char *method, const struct http_request *req);
+
+#endif

@@ -1,0 +1,279 @@
+"""Request shapes an upstream honours but the L7 judgement used not to see,
+against real upstreams in the proxy test namespace: method overrides
+(headers and `_method`), bodies on GET/HEAD/TRACE, and TLS server names that
+differ from the CONNECT host of an L4 tunnel (domain fronting). Each refusal
+sits beside the same request without the shape, which goes through, and the
+upstream's log proves what reached it."""
+import json
+import socket
+import ssl
+import struct
+
+import pytest
+
+from tests.lib import build
+from tests.lib.proxy_util import UPSTREAM_IP, Proxy, Upstream
+
+pytestmark = build.needs("openshell-proxy")
+
+NET = '["198.51.100.0/24"]'
+POLICY = f"""
+version: 1
+network_policies:
+  web:
+    endpoints:
+      - host: upstream.test
+        port: 80
+        allowed_ips: {NET}
+        protocol: rest
+        rules:
+          - allow: {{ method: GET, path: "/**" }}
+          - allow: {{ method: POST, path: "/upload/**" }}
+      - host: upstream.test
+        port: 443
+        allowed_ips: {NET}
+        protocol: rest
+        access: read-only
+      - host: api.test
+        port: 80
+        allowed_ips: {NET}
+        protocol: rest
+        enforcement: audit
+        access: read-only
+      - host: other.test
+        port: 8443
+        allowed_ips: {NET}
+      - host: other.test
+        port: 8000
+        allowed_ips: {NET}
+      - host: {UPSTREAM_IP}
+        port: 8443
+    binaries:
+      - {{ path: /usr/bin/curl }}
+      - {{ path: "/usr/bin/python3*" }}
+"""
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    up = Upstream().start()
+    yield up
+    up.stop()
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream):
+    p = Proxy(upstream, POLICY)
+    yield p
+    p.stop()
+
+
+@pytest.fixture(autouse=True)
+def clean_log(upstream):
+    upstream.clear()
+
+
+def reached(upstream, path):
+    return [q for q in upstream.requests() if q["path"].split("?")[0] == path]
+
+
+def http(proxy, head, body=b""):
+    out = proxy.raw(head.encode() + body)
+    status = int(out.split(b" ", 2)[1]) if out.startswith(b"HTTP/1.1 ") else 0
+    _, _, payload = out.partition(b"\r\n\r\n")
+    return status, payload
+
+
+def post(path, *headers, host="upstream.test", method="POST", body=b"{}"):
+    extra = "".join(h + "\r\n" for h in headers)
+    return (f"{method} http://{host}{path} HTTP/1.1\r\nHost: {host}\r\n{extra}"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"), body
+
+
+# ---- method overrides ----
+
+OVERRIDES = [("X-HTTP-Method-Override: DELETE", ""), ("X-HTTP-Method: DELETE", ""),
+             ("X-Method-Override: delete", ""), (None, "?_method=DELETE"),
+             (None, "?a=1;%5Fmethod=DEL%45TE")]
+
+
+@pytest.mark.parametrize("header,query", OVERRIDES,
+                         ids=["x-http-method-override", "x-http-method", "x-method-override",
+                              "query", "query-encoded"])
+def test_method_override_judged_as_the_overridden_method(proxy, upstream, header, query):
+    head, body = post("/upload/a")  # positive control: the plain POST is allowed
+    assert http(proxy, head, body)[0] == 200
+    assert len(reached(upstream, "/upload/a")) == 1
+    upstream.clear()
+    head, body = post("/upload/a" + query, *([header] if header else []))
+    status, payload = http(proxy, head, body)
+    assert status == 403
+    j = json.loads(payload)
+    assert j["reason"] == "method_override_denied" and j["method"] == "DELETE"
+    assert not reached(upstream, "/upload/a")
+    rec = proxy.last_audit(reason="method_override_denied")
+    assert rec["decision"] == "deny" and rec["method"] == "DELETE"
+
+
+def test_override_to_an_allowed_method_passes(proxy, upstream):
+    head, body = post("/upload/a", "X-HTTP-Method-Override: GET")
+    assert http(proxy, head, body)[0] == 200
+    assert reached(upstream, "/upload/a")[0]["headers"]["x-http-method-override"] == "GET"
+
+
+def test_override_must_be_allowed_as_the_real_method_too(proxy, upstream):
+    # DELETE is not allowed; overriding it to GET does not make it so.
+    head, body = post("/x", "X-HTTP-Method-Override: GET", method="DELETE")
+    status, payload = http(proxy, head, body)
+    assert status == 403 and json.loads(payload)["reason"] == "no_matching_rule"
+    assert not reached(upstream, "/x")
+
+
+@pytest.mark.parametrize("header", ["X-HTTP-Method-Override: DELETE, PUT",
+                                    "X-HTTP-Method-Override:", "X-HTTP-Method: GET/1"])
+def test_invalid_override_value_refused(proxy, upstream, header):
+    head, body = post("/upload/a", header)
+    status, payload = http(proxy, head, body)
+    assert status == 400 and json.loads(payload)["reason"] == "method_override_invalid"
+    assert not reached(upstream, "/upload/a")
+
+
+def test_override_inside_tls_judged(proxy, upstream):
+    assert proxy.curl("https://upstream.test/tls")[0] == 200  # positive control
+    code, body = proxy.curl("https://upstream.test/tls", "-H", "X-HTTP-Method-Override: PUT")
+    assert code == 403 and json.loads(body)["reason"] == "method_override_denied"
+    assert len(reached(upstream, "/tls")) == 1
+
+
+def test_override_under_audit_enforcement_forwarded_and_recorded(proxy, upstream):
+    head, body = post("/aud", "X-HTTP-Method-Override: DELETE", host="api.test", method="GET",
+                      body=b"")
+    assert http(proxy, head, body)[0] == 200
+    assert reached(upstream, "/aud")
+    rec = proxy.last_audit(host="api.test", path="/aud")
+    assert rec["decision"] == "audit" and rec["reason"] == "method_override_denied"
+
+
+# ---- bodies on methods without body semantics ----
+
+BODIES = [
+    "GET http://upstream.test/b HTTP/1.1\r\nHost: upstream.test\r\nContent-Length: 5\r\n\r\nhello",
+    "GET http://upstream.test/b HTTP/1.1\r\nHost: upstream.test\r\nTransfer-Encoding: chunked\r\n"
+    "\r\n5\r\nhello\r\n0\r\n\r\n",
+    "HEAD http://upstream.test/b HTTP/1.1\r\nHost: upstream.test\r\nContent-Length: 5\r\n\r\nhello",
+    # the desync the rule is for: the "body" is a second request
+    "GET http://upstream.test/b HTTP/1.1\r\nHost: upstream.test\r\nContent-Length: 49\r\n\r\n"
+    "DELETE /b HTTP/1.1\r\nHost: upstream.test\r\nX: y\r\n\r\n",
+]
+
+
+@pytest.mark.parametrize("req", BODIES, ids=["get-length", "get-chunked", "head", "get-desync"])
+def test_body_on_bodyless_method_refused(proxy, upstream, req):
+    status, payload = http(proxy, req)
+    assert status == 400 and json.loads(payload)["reason"] == "body_without_semantics"
+    assert not reached(upstream, "/b")
+    assert proxy.last_audit(reason="body_without_semantics")["decision"] == "deny"
+
+
+def test_bodyless_get_and_post_with_body_pass(proxy, upstream):
+    req = "GET http://upstream.test/b HTTP/1.1\r\nHost: upstream.test\r\nContent-Length: 0\r\n" \
+          "Connection: close\r\n\r\n"
+    assert http(proxy, req)[0] == 200
+    head, body = post("/upload/b", body=b"hello")
+    assert http(proxy, head, body)[0] == 200
+    assert [q["method"] for q in upstream.requests()] == ["GET", "POST"]
+
+
+# ---- TLS server names on L4 tunnels ----
+
+def tunnel(proxy, target):
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+    s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(4096)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return s
+
+
+def tls_get(proxy, upstream, target, sni, path):
+    """GET path through an L4 tunnel with this SNI: the echo's JSON or None."""
+    ctx = ssl.create_default_context(cafile=f"{upstream.dir}/ca.pem")
+    ctx.check_hostname = False  # the certificate names both; the SNI is the test
+    s = tunnel(proxy, target)
+    try:
+        with ctx.wrap_socket(s, server_hostname=sni) as t:
+            t.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            out = b""
+            while chunk := t.recv(65536):
+                out += chunk
+            return json.loads(out.partition(b"\r\n\r\n")[2])
+    except (ssl.SSLError, ConnectionError, OSError):
+        return None
+
+
+def test_tunnel_sni_must_name_the_connect_host(proxy, upstream):
+    assert tls_get(proxy, upstream, "other.test:8443", "other.test", "/sni-ok")["path"] == "/sni-ok"
+    assert tls_get(proxy, upstream, "other.test:8443", "upstream.test", "/sni-front") is None
+    assert not reached(upstream, "/sni-front")
+    rec = proxy.last_audit(reason="sni_mismatch")
+    assert rec["decision"] == "deny" and rec["host"] == "other.test"
+    assert "upstream.test" in rec["detail"]
+
+
+def test_tunnel_without_sni_and_to_ip_literal_pass(proxy, upstream):
+    assert tls_get(proxy, upstream, "other.test:8443", None, "/no-sni")["path"] == "/no-sni"
+    got = tls_get(proxy, upstream, f"{UPSTREAM_IP}:8443", "upstream.test", "/ip")
+    assert got["path"] == "/ip"
+
+
+def test_tunnel_plain_bytes_pass(proxy, upstream):
+    s = tunnel(proxy, "other.test:8000")
+    with s:
+        s.sendall(b"GET /plain HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n")
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    assert out.startswith(b"HTTP/1.1 200") and reached(upstream, "/plain")
+
+
+def client_hello(sni):
+    ctx = ssl.create_default_context()
+    i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(i, o, server_hostname=sni)
+    with pytest.raises(ssl.SSLWantReadError):
+        obj.do_handshake()
+    return o.read()
+
+
+def refragment(hello, size):
+    hs = hello[5:]
+    return b"".join(b"\x16\x03\x01" + struct.pack(">H", len(hs[i:i + size])) + hs[i:i + size]
+                    for i in range(0, len(hs), size))
+
+
+@pytest.mark.parametrize("sni,passes", [("upstream.test", False), ("other.test", True)])
+def test_fragmented_client_hello_still_checked(proxy, upstream, sni, passes):
+    wire = refragment(client_hello(sni), 3)
+    s = tunnel(proxy, "other.test:8443")
+    with s:
+        for i in range(0, len(wire), 100):  # several writes as well as several records
+            s.sendall(wire[i:i + 100])
+        try:
+            first = s.recv(5)
+        except ConnectionError:
+            first = b""
+    # the upstream's ServerHello comes back only when the name was right
+    assert first[:1] == (b"\x16" if passes else b"")
+
+
+def test_operator_may_allow_sni_mismatch(upstream):
+    p = Proxy(upstream, POLICY, extra=("--tunnel-sni", "allow-mismatch"))
+    try:
+        got = tls_get(p, upstream, "other.test:8443", "upstream.test", "/fronted")
+        assert got["path"] == "/fronted"
+        assert not p.last_audit(reason="sni_mismatch")
+    finally:
+        p.stop()
