@@ -11,20 +11,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-/* Whole-string decimal in [min, max]; a test helper, so it stands alone
- * (it links no project library: it is never sanitized, see meson.build). */
-static int decimal_arg(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
+#include "decimal_arg.h"
 
 static int add_rule(scmp_filter_ctx ctx, char *spec)
 {

@@ -22,6 +22,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "decimal_arg.h"
+
 #define BAD_PID 0x7ffffff0L
 
 static void report(const char *name, long rc)
@@ -132,21 +134,6 @@ static void probe_rlimit_core(void)
 	       (unsigned long long)rl.rlim_max);
 	rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
 	report("raise_core", setrlimit(RLIMIT_CORE, &rl));
-}
-
-/* Whole-string decimal in [min, max]; a test helper, so it stands alone
- * (it links no project library: it is never sanitized, see meson.build). */
-static int decimal_arg(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 static long pid_arg(const char *s)

@@ -59,16 +59,24 @@ static bool keep_chain(struct conn *c, const struct identity *id)
 	return true;
 }
 
+/* One kernel lookup of the caller into a fresh (large) identity, which the
+ * caller frees; NULL only when memory ran out (*f says so). */
+static struct identity *lookup_caller(const struct conn *c, enum identity_failure *f, os_error *err)
+{
+	struct identity *id = calloc(1, sizeof *id);
+	*f = id ? identity_resolve(proxy_cfg(c->proxy)->identity, (void *)&c->peer,
+				   (void *)&c->local, id, err)
+		: IDENTITY_PROC_ERROR;
+	return id;
+}
+
 void proxy_identify_at_accept(struct conn *c)
 {
-	const struct proxy_config *cfg = proxy_cfg(c->proxy);
-	if (!cfg->identity)
+	if (!proxy_cfg(c->proxy)->identity)
 		return;
-	struct identity *id = calloc(1, sizeof *id);
+	enum identity_failure f;
 	os_error err = { 0 };
-	enum identity_failure f =
-		id ? identity_resolve(cfg->identity, (void *)&c->peer, (void *)&c->local, id, &err)
-		   : IDENTITY_PROC_ERROR;
+	struct identity *id = lookup_caller(c, &f, &err);
 	c->accept_checked = true;
 	if (f == IDENTITY_OK) {
 		identity_digest(id, c->accept_digest);
@@ -103,11 +111,9 @@ static void identify(struct conn *c)
 		c->id_reason = "identity_disabled";
 		return;
 	}
-	struct identity *id = calloc(1, sizeof *id);
+	enum identity_failure f;
 	os_error err = { 0 };
-	enum identity_failure f =
-		id ? identity_resolve(cfg->identity, (void *)&c->peer, (void *)&c->local, id, &err)
-		   : IDENTITY_PROC_ERROR;
+	struct identity *id = lookup_caller(c, &f, &err);
 	if (f == IDENTITY_OK && (f = agrees_with_accept(c, id)) != IDENTITY_OK)
 		os_error_set(&err, EPERM, "the socket's holder changed since accept (%s)",
 			     c->accept_failure ? c->accept_failure : "another ancestry");
