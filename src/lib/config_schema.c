@@ -168,6 +168,10 @@ static const struct config_key local_keys[] = {
 	  .max = 16777216,
 	  .def = "0",
 	  .help = "MiB per sandbox, a memory cgroup (else RLIMIT_AS per process); 0 = no limit" },
+	{ .name = "sandbox_uid_range",
+	  .type = CONFIG_STRING,
+	  .help = "FIRST-LAST: each sandbox's agent runs as its own uid (= gid) from this range, "
+		  "over the policy's run_as_user (unset: the policy's, or nobody)" },
 };
 
 const struct config_section config_section_gateway = { "gateway", gateway_keys,

@@ -42,6 +42,23 @@ json_t *launch_spec_new(const struct sup_options *o, const char *url)
 	return spec;
 }
 
+int launch_spec_sandbox_uid(json_t *spec, uint64_t uid)
+{
+	const json_t *u = json_object_get(spec, "user"), *g = json_object_get(spec, "group");
+	bool asked = (json_is_integer(u) && (uint64_t)json_integer_value(u) != uid) ||
+		     (json_is_string(u) && strcmp(json_string_value(u), "nobody") != 0) ||
+		     (json_is_integer(g) && (uint64_t)json_integer_value(g) != uid) ||
+		     json_is_string(g);
+	if (asked)
+		log_warn("the policy's run_as_user/run_as_group give way to this sandbox's own "
+			 "uid %llu (--sandbox-uid)",
+			 (unsigned long long)uid);
+	if (json_object_set_new(spec, "user", json_integer((json_int_t)uid)) < 0 ||
+	    json_object_set_new(spec, "group", json_integer((json_int_t)uid)) < 0)
+		return -1;
+	return 0;
+}
+
 /* True when every ancestor of path lets uid/gid search it. */
 static bool reachable_by(const char *path, uid_t uid, gid_t gid)
 {

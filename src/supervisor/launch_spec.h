@@ -22,4 +22,8 @@ json_t *launch_spec_new(const struct sup_options *o, const char *proxy_url);
  * cwd and HOME; bound on /sandbox when the launcher makes namespaces. */
 int launch_spec_workdir(json_t *spec, const char *workdir, os_error *err);
 
+/* The sandbox's own uid and gid (--sandbox-uid) replace whatever user and
+ * group the policy chose; a policy that asked for another is logged. */
+int launch_spec_sandbox_uid(json_t *spec, uint64_t uid);
+
 #endif

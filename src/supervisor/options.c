@@ -12,7 +12,7 @@
 
 static const char usage_text[] =
 	"usage: openshell-supervisor --backend inpod|split --sandbox-id ID --proxy-port N\n"
-	"         [--max-processes N] [--max-memory-mb M]"
+	"         [--max-processes N] [--max-memory-mb M] [--sandbox-uid UID]"
 	" [--binary-identity kernel|endpoint-only]\n"
 	"         [--tunnel-sni check|allow-mismatch]\n"
 	"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
@@ -100,6 +100,10 @@ static int set_checked_flag(struct sup_options *o, const char *a, const char *v,
 				err, EINVAL,
 				"--tunnel-sni: expected check or allow-mismatch, got \"%s\"", v);
 		o->egress.allow_sni_mismatch = strcmp(v, "allow-mismatch") == 0;
+	} else if (strcmp(a, "--sandbox-uid") == 0) {
+		/* Never root, never a system account's range. */
+		if (parse_u64_str(v, 1000, INT32_MAX, &o->sandbox_uid, err) < 0)
+			return os_error_prefix(err, "%s", a);
 	} else if (strcmp(a, "--max-processes") == 0) {
 		if (parse_u64_str(v, 1, 1u << 22, &o->max_processes, err) < 0)
 			return os_error_prefix(err, "%s", a);

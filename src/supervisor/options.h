@@ -16,6 +16,9 @@ struct sup_options {
 	struct egress_options egress;
 	const char *audit_log; /* NULL: audit records on stderr */
 	const char *user, *group;
+	/* The operator's uid (= gid) for this sandbox's agent, 0 = none: it wins
+	 * over the policy's run_as_user/run_as_group (sandboxes apart by DAC). */
+	uint64_t sandbox_uid;
 	char **argv; /* the agent command */
 	uint64_t max_processes, max_memory_mb; /* operator limits, 0 = none */
 	const char *gateway_url, *token_file; /* session with the gateway, or NULL */

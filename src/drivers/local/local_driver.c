@@ -18,6 +18,7 @@
 #include "json.h"
 #include "local_disk.h"
 #include "local_proc.h"
+#include "local_uid.h"
 #include "parse.h"
 
 #define ARGS_MAX 2200
@@ -29,6 +30,7 @@ struct local_driver {
 	char *proxy_flags[5][2];
 	unsigned proxy_port, grace_s;
 	struct local_caps caps;
+	struct local_uid_range uids; /* 0-0: agents keep the policy's user */
 };
 
 #define LD(d) ((struct local_driver *)(d))
@@ -63,7 +65,19 @@ static int local_validate(struct driver *d, const json_t *req, json_t **record, 
 			    name, "driver", "local", "spec", spec, "placement", "host", "localhost",
 			    "state_dir", LD(d)->state_dir, "phase", "Provisioning", "message", "",
 			    "conditions");
-	return *record ? 0 : os_error_set(err, ENOMEM, "record");
+	if (!*record)
+		return os_error_set(err, ENOMEM, "record");
+	/* Resolved once, like the rest of the placement: start reuses it. */
+	uint32_t uid;
+	if (LD(d)->uids.first) {
+		if (local_uid_claim(LD(d)->state_dir, &LD(d)->uids, id, &uid, err) < 0) {
+			json_decref(steal_ptr(*record));
+			return -1;
+		}
+		json_object_set_new(json_object_get(*record, "placement"), "uid",
+				    json_integer(uid));
+	}
+	return 0;
 }
 
 static int add_arg(const char **argv, size_t *n, const char *a, os_error *err)
@@ -72,6 +86,19 @@ static int add_arg(const char **argv, size_t *n, const char *a, os_error *err)
 		return os_error_set(err, E2BIG, "supervisor command line too long");
 	argv[(*n)++] = a;
 	argv[*n] = NULL;
+	return 0;
+}
+
+/* "--sandbox-uid N" for a sandbox placed with its own uid. */
+static int add_uid_args(const json_t *record, const char **argv, size_t *n, char *buf,
+			os_error *err)
+{
+	const json_t *u = json_object_get(json_object_get(record, "placement"), "uid");
+	if (!json_is_integer(u))
+		return 0;
+	snprintf(buf, 24, "%lld", (long long)json_integer_value(u));
+	if (add_arg(argv, n, "--sandbox-uid", err) < 0 || add_arg(argv, n, buf, err) < 0)
+		return -1;
 	return 0;
 }
 
@@ -183,11 +210,12 @@ static int spawn(struct local_driver *ld, json_t *record, os_error *err)
 	const char *id = rec_id(record);
 	const json_t *spec = json_object_get(record, "spec");
 	const char *argv[ARGS_MAX] = { NULL };
-	char bufs[10][LOCAL_PATH_MAX], port[16];
+	char bufs[10][LOCAL_PATH_MAX], port[16], uid[24];
 	size_t n = 0, i;
 	json_t *a;
 	_cleanup_json_ json_t *strs = json_array();
 	if (base_args(ld, id, argv, &n, bufs, port, err) < 0 ||
+	    add_uid_args(record, argv, &n, uid, err) < 0 ||
 	    add_session_args(ld, id, argv, &n, bufs[7], bufs[8], err) < 0 ||
 	    add_env(ld, spec, true, argv, &n, strs, err) < 0 || add_arg(argv, &n, "--", err) < 0 ||
 	    add_env(ld, spec, false, argv, &n, strs, err) < 0)
@@ -288,6 +316,9 @@ static int local_delete(struct driver *d, json_t *record, os_error *err)
 	 * SIGKILL left it behind. */
 	if (local_run_dir_remove(id, err) < 0 || local_dirs_remove(ld->state_dir, id, err) < 0)
 		return -1;
+	const json_t *uid = json_object_get(json_object_get(record, "placement"), "uid");
+	if (json_is_integer(uid))
+		local_uid_release(ld->state_dir, (uint32_t)json_integer_value(uid), id);
 	set_phase(record, "Deleted", "");
 	return 0;
 }
@@ -487,6 +518,11 @@ int local_driver_new(const struct local_driver_config *cfg, struct driver **out,
 	ld->supervisor = strdup(cfg->supervisor_binary);
 	ld->launcher = cfg->sandbox_binary ? strdup(cfg->sandbox_binary) : NULL;
 	ld->proxy_port = cfg->proxy_port ? cfg->proxy_port : 3128;
+	if (cfg->sandbox_uid_range &&
+	    local_uid_range_parse(cfg->sandbox_uid_range, &ld->uids, err) < 0) {
+		local_free(&ld->base);
+		return -1;
+	}
 	ld->grace_s = cfg->stop_grace_s ? cfg->stop_grace_s : 10;
 	if (!ld->state_dir || !ld->supervisor || (cfg->sandbox_binary && !ld->launcher)) {
 		local_free(&ld->base);

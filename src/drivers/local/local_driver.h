@@ -39,6 +39,7 @@ struct local_driver_config {
 	const char *hosts_file, *dns_servers, *upstream_ca_file;
 	/* Operator limits on each agent (supervisor rlimits); 0 = none. */
 	long long max_processes, max_memory_mb;
+	const char *sandbox_uid_range; /* "FIRST-LAST" (local_uid.h), NULL: none */
 };
 
 int local_driver_new(const struct local_driver_config *cfg, struct driver **out, os_error *err);

@@ -7,6 +7,7 @@
 
 #include "driver_registry.h"
 #include "local_driver.h"
+#include "local_uid.h"
 #include "selfpath.h"
 
 #define SECTION "drivers.local"
@@ -49,6 +50,7 @@ static int local_open(const struct config *cfg, const struct driver_env *env, st
 		.upstream_ca_file = config_get_string(cfg, SECTION, "upstream_ca_file"),
 		.max_processes = config_get_int(cfg, SECTION, "max_processes"),
 		.max_memory_mb = config_get_int(cfg, SECTION, "max_memory_mb"),
+		.sandbox_uid_range = config_get_string(cfg, SECTION, "sandbox_uid_range"),
 	};
 	return local_driver_new(&lc, out, err);
 }
@@ -72,6 +74,10 @@ static int local_check(const struct config *cfg, const struct driver_env *env, j
 	     check_file("hosts_file", config_get_string(cfg, SECTION, "hosts_file"), err) < 0 ||
 	     check_file("upstream_ca_file", config_get_string(cfg, SECTION, "upstream_ca_file"),
 			err) < 0))
+		r = -1;
+	struct local_uid_range uids;
+	const char *range = config_get_string(cfg, SECTION, "sandbox_uid_range");
+	if (r == 0 && range && local_uid_range_parse(range, &uids, err) < 0)
 		r = -1;
 	*report = json_pack("{s:b, s:s?, s:s?}", "ok", r == 0, "supervisor_binary",
 			    r == 0 ? p.supervisor : NULL, "sandbox_binary",
