@@ -290,6 +290,16 @@ def test_secret_echoed_later_without_a_placeholder_is_masked(proxy, upstream):
     assert json.loads(body)["last"] == "Bearer " + "*" * len(SECRET)
 
 
+def test_compressed_answer_from_a_secret_holding_upstream_is_refused(proxy, upstream):
+    """A gzip body could carry the secret past the scrubber: refused."""
+    ph = "Bearer openshell:resolve:env:GITHUB_TOKEN"
+    code, body = proxy.curl("https://creds.test/gzip", "-H", f"Authorization: {ph}")
+    assert code == 502 and SECRET not in body, body
+    # Control: an upstream that never received a secret may compress.
+    code, _ = proxy.curl("https://api.test/gzip", "--compressed")
+    assert code == 200
+
+
 def test_inference_backend_key_reflected_is_masked(proxy, upstream):
     code, body = proxy.curl("https://inference.local/v1/chat/completions", "-X", "POST",
                             "-H", "Content-Type: application/json",

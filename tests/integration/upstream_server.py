@@ -36,6 +36,17 @@ class Echo(http.server.BaseHTTPRequestHandler):
             return
         if "authorization" in record["headers"]:
             self.server.last_auth = record["headers"]["authorization"]
+        if self.path.startswith("/gzip"):
+            # The echo compressed, although compression was not offered.
+            import gzip
+            out = gzip.compress(json.dumps(record).encode())
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
         if self.path.startswith("/echo-chunked"):
             # The echo in 3-byte chunks: every secret straddles boundaries.
             out = json.dumps(record).encode()

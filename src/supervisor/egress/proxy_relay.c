@@ -194,6 +194,18 @@ static bool read_side(struct stream *s, struct buf *b, bool *eof)
 	return true;
 }
 
+/* A coded body (gzip, br, ...) could carry a secret past the scrubber. */
+static bool encoded(const struct http_response *resp)
+{
+	for (size_t i = 0; i < resp->headers.n; i++) {
+		const struct http_header *h = &resp->headers.v[i];
+		if (str_ieq(h->name.p, h->name.len, "content-encoding", 16) &&
+		    !str_ieq(h->value.p, h->value.len, "identity", 8))
+			return true;
+	}
+	return false;
+}
+
 static bool framing_header(struct http_slice n)
 {
 	static const char *const names[] = { "transfer-encoding", "content-length", "connection",
@@ -240,6 +252,10 @@ static int response_head(struct conn *c, bool *took, os_error *err)
 	c->masking = c->injected || c->inference ||
 		     secret_echo_marked(proxy_echo(c->proxy), c->host, c->port);
 	bool final = resp.status < 100 || resp.status >= 200;
+	if (c->masking && encoded(&resp))
+		return os_error_set(err, EPROTO,
+				    "this upstream holds a secret and answered with a "
+				    "Content-Encoding the proxy cannot scrub");
 	bool decode = final && c->masking &&
 		      http_response_body(&resp, c->req_is_head, false) == HTTP_BODY_CHUNKED;
 	if ((decode ? unchunked_head(c, &resp, err)
