@@ -168,6 +168,20 @@ static const struct config_key local_keys[] = {
 	  .max = 16777216,
 	  .def = "0",
 	  .help = "MiB per sandbox, a memory cgroup (else RLIMIT_AS per process); 0 = no limit" },
+	{ .name = "proxy_memory_mb",
+	  .type = CONFIG_INT,
+	  .min = 0,
+	  .max = 1048576,
+	  .def = "0",
+	  .help = "MiB the supervisor's proxy may buffer for one sandbox (else 503); "
+		  "0 = the supervisor's default (64), at least 2" },
+	{ .name = "max_upstream_connections",
+	  .type = CONFIG_INT,
+	  .min = 0,
+	  .max = 1000000,
+	  .def = "0",
+	  .help = "concurrent upstream connections per sandbox (else 503); "
+		  "0 = the supervisor's default (256)" },
 };
 
 const struct config_section config_section_gateway = { "gateway", gateway_keys,

@@ -49,6 +49,9 @@ static int local_open(const struct config *cfg, const struct driver_env *env, st
 		.upstream_ca_file = config_get_string(cfg, SECTION, "upstream_ca_file"),
 		.max_processes = config_get_int(cfg, SECTION, "max_processes"),
 		.max_memory_mb = config_get_int(cfg, SECTION, "max_memory_mb"),
+		.proxy_memory_mb = config_get_int(cfg, SECTION, "proxy_memory_mb"),
+		.max_upstream_connections =
+			config_get_int(cfg, SECTION, "max_upstream_connections"),
 	};
 	return local_driver_new(&lc, out, err);
 }

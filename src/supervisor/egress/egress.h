@@ -27,6 +27,8 @@ struct egress_options {
 	const char *run_dir; /* CA files for the agent go here (0755 dir) */
 	const char *workdir; /* the agent's /sandbox, or NULL */
 	bool endpoint_only; /* --binary-identity endpoint-only (operator): split pods */
+	unsigned proxy_memory_mb; /* --proxy-memory-mb, 0 = the proxy's default */
+	unsigned max_upstreams; /* --max-upstream-connections, 0 = the default */
 };
 
 struct egress;
