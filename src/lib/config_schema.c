@@ -172,6 +172,20 @@ static const struct config_key local_keys[] = {
 	  .type = CONFIG_STRING,
 	  .help = "FIRST-LAST: each sandbox's agent runs as its own uid (= gid) from this range, "
 		  "over the policy's run_as_user (unset: the policy's, or nobody)" },
+	{ .name = "proxy_memory_mb",
+	  .type = CONFIG_INT,
+	  .min = 0,
+	  .max = 1048576,
+	  .def = "0",
+	  .help = "MiB the supervisor's proxy may buffer for one sandbox (else 503); "
+		  "0 = the supervisor's default (64), at least 2" },
+	{ .name = "max_upstream_connections",
+	  .type = CONFIG_INT,
+	  .min = 0,
+	  .max = 1000000,
+	  .def = "0",
+	  .help = "concurrent upstream connections per sandbox (else 503); "
+		  "0 = the supervisor's default (256)" },
 };
 
 const struct config_section config_section_gateway = { "gateway", gateway_keys,

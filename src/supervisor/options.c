@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "egress_proxy.h"
 #include "parse.h"
 #include "selfpath.h"
 
@@ -15,6 +16,7 @@ static const char usage_text[] =
 	"         [--max-processes N] [--max-memory-mb M] [--sandbox-uid UID]"
 	" [--binary-identity kernel|endpoint-only]\n"
 	"         [--tunnel-sni check|allow-mismatch]\n"
+	"         [--proxy-memory-mb N] [--max-upstream-connections N]\n"
 	"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
 	" -- CMD [ARG...]\n"
 	"         [--gateway unix:/PATH|http://HOST:PORT|https://HOST:PORT"
@@ -110,6 +112,14 @@ static int set_checked_flag(struct sup_options *o, const char *a, const char *v,
 	} else if (strcmp(a, "--max-memory-mb") == 0) {
 		if (parse_u64_str(v, 16, 1u << 24, &o->max_memory_mb, err) < 0)
 			return os_error_prefix(err, "%s", a);
+	} else if (strcmp(a, "--proxy-memory-mb") == 0) {
+		if (parse_u64_str(v, PROXY_MEMORY_MB_MIN, PROXY_MEMORY_MB_MAX, &n, err) < 0)
+			return os_error_prefix(err, "%s", a);
+		o->egress.proxy_memory_mb = (unsigned)n;
+	} else if (strcmp(a, "--max-upstream-connections") == 0) {
+		if (parse_u64_str(v, 1, 1000000, &n, err) < 0)
+			return os_error_prefix(err, "%s", a);
+		o->egress.max_upstreams = (unsigned)n;
 	} else
 		return os_error_set(err, EINVAL, "unknown option %s", a);
 	return 0;

@@ -40,6 +40,9 @@ struct local_driver_config {
 	/* Operator limits on each agent (supervisor rlimits); 0 = none. */
 	long long max_processes, max_memory_mb;
 	const char *sandbox_uid_range; /* "FIRST-LAST" (local_uid.h), NULL: none */
+	/* The proxy's limits per sandbox (--proxy-memory-mb,
+	 * --max-upstream-connections); 0 = the supervisor's default. */
+	long long proxy_memory_mb, max_upstream_connections;
 };
 
 int local_driver_new(const struct local_driver_config *cfg, struct driver **out, os_error *err);

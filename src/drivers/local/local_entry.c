@@ -51,6 +51,9 @@ static int local_open(const struct config *cfg, const struct driver_env *env, st
 		.max_processes = config_get_int(cfg, SECTION, "max_processes"),
 		.max_memory_mb = config_get_int(cfg, SECTION, "max_memory_mb"),
 		.sandbox_uid_range = config_get_string(cfg, SECTION, "sandbox_uid_range"),
+		.proxy_memory_mb = config_get_int(cfg, SECTION, "proxy_memory_mb"),
+		.max_upstream_connections =
+			config_get_int(cfg, SECTION, "max_upstream_connections"),
 	};
 	return local_driver_new(&lc, out, err);
 }

@@ -81,6 +81,10 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 	e->o = *o;
 	proxy_raise_fd_limit();
 	proxy_limits_default(&e->cfg.limits);
+	if (o->proxy_memory_mb)
+		e->cfg.limits.memory_budget = (size_t)o->proxy_memory_mb << 20;
+	if (o->max_upstreams)
+		e->cfg.limits.max_upstreams = o->max_upstreams;
 	e->cfg.sandbox_id = o->sandbox_id;
 	e->cfg.endpoint_only = o->endpoint_only;
 	e->cfg.allow_sni_mismatch = o->allow_sni_mismatch;

@@ -28,6 +28,8 @@ struct egress_options {
 	const char *workdir; /* the agent's /sandbox, or NULL */
 	bool endpoint_only; /* --binary-identity endpoint-only (operator): split pods */
 	bool allow_sni_mismatch; /* --tunnel-sni allow-mismatch (operator) */
+	unsigned proxy_memory_mb; /* --proxy-memory-mb, 0 = the proxy's default */
+	unsigned max_upstreams; /* --max-upstream-connections, 0 = the default */
 };
 
 struct egress;

@@ -21,12 +21,22 @@
 
 struct inference_routes;
 
+/* --proxy-memory-mb bounds: below 2 MiB hardly one bulk connection fits. */
+#define PROXY_MEMORY_MB_MIN 2
+#define PROXY_MEMORY_MB_MAX (1u << 20)
+
 struct proxy_limits {
 	unsigned max_conns; /* per sandbox; over it new ones are refused */
 	unsigned head_timeout_ms; /* whole request head must arrive within (slowloris) */
 	unsigned idle_timeout_ms; /* no byte either way */
 	unsigned connect_timeout_ms;
-	size_t buf_cap; /* per direction buffer cap */
+	size_t buf_cap; /* per buffer cap (four per connection, see proxy_budget.h) */
+	/* What the proxy may hold for this sandbox: buffers, splice pipes and a
+	 * fixed estimate per connection and TLS session. At the budget new
+	 * connections get 503 proxy_memory_budget and reads wait. 0 = none. */
+	size_t memory_budget;
+	/* Concurrent upstream connections; over it 503 upstream_connection_limit. */
+	unsigned max_upstreams;
 };
 
 struct proxy_config {
@@ -57,6 +67,9 @@ int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out
  * kept-alive connections judge their next request by the new generation. */
 void proxy_policy_changed(struct proxy *p);
 unsigned proxy_conn_count(const struct proxy *p);
+/* Bytes charged to the sandbox's budget now, and upstream connections held. */
+size_t proxy_memory_used(const struct proxy *p);
+unsigned proxy_upstream_count(const struct proxy *p);
 /* Binds caller identity once the agent's entry process exists (the proxy
  * must listen before the boundary is confirmed, i.e. before any agent runs).
  * Until then every connection is treated as unidentified. Takes ownership. */

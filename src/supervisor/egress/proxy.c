@@ -24,6 +24,8 @@ struct proxy {
 	uint64_t serial; /* bumped by proxy_policy_changed */
 	bool freeing; /* proxy_free: nothing is on the stack, free at once */
 	struct secret_echo *echo; /* upstreams that hold a secret */
+	struct proxy_budget budget; /* memory and upstream slots of this sandbox */
+	bool rebalancing; /* proxy_rebalance() is walking the connections */
 };
 
 void proxy_limits_default(struct proxy_limits *l)
@@ -33,6 +35,8 @@ void proxy_limits_default(struct proxy_limits *l)
 	l->idle_timeout_ms = 300000;
 	l->connect_timeout_ms = 10000;
 	l->buf_cap = 256 * 1024;
+	l->memory_budget = (size_t)64 << 20;
+	l->max_upstreams = 256;
 }
 
 struct secret_echo *proxy_echo(const struct proxy *p)
@@ -60,6 +64,112 @@ struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial)
 unsigned proxy_conn_count(const struct proxy *p)
 {
 	return p->n_conns;
+}
+
+size_t proxy_memory_used(const struct proxy *p)
+{
+	return p->budget.used;
+}
+
+unsigned proxy_upstream_count(const struct proxy *p)
+{
+	return p->budget.upstreams;
+}
+
+/* What c holds in buffers and pipes: what moves with the traffic. */
+static size_t conn_held(const struct conn *c)
+{
+	return c->cin.alloc + c->cout.alloc + c->uin.alloc + c->uout.alloc + c->piped[0] +
+	       c->piped[1];
+}
+
+static size_t conn_footprint(const struct conn *c)
+{
+	size_t n = PROXY_CONN_OVERHEAD + conn_held(c);
+	if (c->client.ssl)
+		n += PROXY_TLS_OVERHEAD;
+	if (c->upstream.ssl)
+		n += PROXY_TLS_OVERHEAD;
+	return n;
+}
+
+/* Empty buffers give their memory back (under pressure only: a busy
+ * connection would otherwise pay a reallocation per read). */
+static void conn_release_empty(struct conn *c)
+{
+	struct buf *bufs[] = { &c->cin, &c->cout, &c->uin, &c->uout };
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		if (bufs[i]->len == 0 && bufs[i]->data)
+			buf_free(bufs[i]);
+}
+
+static void on_resume(struct loop *l, void *data)
+{
+	struct conn *c = data;
+	c->resume = NULL;
+	conn_step(c);
+}
+
+/* The budget was reached: every connection's empty buffers are released.
+ * It resumed: connections whose reads waited are stepped again (deferred,
+ * since a caller up the stack may be stepping one of them). */
+static void proxy_rebalance(struct proxy *p, enum budget_change ch)
+{
+	if (p->rebalancing || p->freeing)
+		return;
+	p->rebalancing = true;
+	if (ch == BUDGET_PAUSED) {
+		log_warn("proxy: memory budget of %zu bytes reached: reads wait", p->budget.limit);
+		for (struct conn *c = p->conns; c; c = c->next) {
+			conn_release_empty(c);
+			conn_charge(c);
+		}
+	}
+	if (!p->budget.paused)
+		for (struct conn *c = p->conns; c; c = c->next)
+			if (c->mem_waiting && !c->resume) {
+				c->mem_waiting = false;
+				if (loop_defer(p->loop, on_resume, c, &c->resume, NULL) < 0)
+					conn_update_interest(c); /* epoll will do */
+			}
+	p->rebalancing = false;
+}
+
+void conn_charge(struct conn *c)
+{
+	struct proxy *p = c->proxy;
+	if (p->budget.paused && !c->dead)
+		conn_release_empty(c);
+	size_t now = c->dead ? 0 : conn_footprint(c);
+	enum budget_change ch = budget_update(&p->budget, c->charged, now);
+	c->charged = now;
+	if (ch != BUDGET_SAME)
+		proxy_rebalance(p, ch);
+}
+
+size_t conn_read_room(struct conn *c, size_t want)
+{
+	size_t room = budget_allowance(&c->proxy->budget, conn_held(c), c->proxy->n_conns);
+	if (room < want)
+		want = room;
+	c->mem_waiting = want == 0;
+	return want;
+}
+
+bool conn_take_upstream(struct conn *c)
+{
+	if (c->up_slot)
+		return true;
+	c->up_slot = budget_take_upstream(&c->proxy->budget);
+	return c->up_slot;
+}
+
+void conn_put_upstream(struct conn *c)
+{
+	if (!c->up_slot)
+		return;
+	c->up_slot = false;
+	budget_put_upstream(&c->proxy->budget);
 }
 
 void proxy_set_identity(struct proxy *p, struct identity_ctx *id)
@@ -102,6 +212,9 @@ void conn_close(struct conn *c)
 		loop_io_remove(c->uio);
 	if (c->timer)
 		loop_timer_remove(c->timer);
+	loop_defer_cancel(c->resume);
+	c->resume = NULL;
+	conn_put_upstream(c);
 	stream_close(&c->client);
 	stream_close(&c->upstream);
 	for (int d = 0; d < 2; d++)
@@ -117,6 +230,7 @@ void conn_close(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	p->n_conns--;
+	conn_charge(c); /* dead: gives back all it held */
 	/* Callers up the stack still hold c: free it on the next iteration
 	 * (or now, when the whole proxy is going away). */
 	if (p->freeing)
@@ -137,10 +251,14 @@ void conn_update_interest(struct conn *c)
 {
 	if (c->dead)
 		return;
+	conn_charge(c);
 	size_t cap = c->proxy->cfg.limits.buf_cap;
-	bool cin_room = c->cin.len < cap;
+	/* Reads wait while the budget has nothing for this connection: with no
+	 * read interest armed, a socket the proxy does not drain cannot spin. */
+	bool mem = conn_read_room(c, 1) > 0;
+	bool cin_room = mem && c->cin.len < cap;
 	bool cout_busy = c->cout.len > c->hold; /* held bytes wait for more data */
-	bool uin_room = c->uin.len<cap, uout_busy = c->uout.len> 0;
+	bool uin_room = mem && c->uin.len<cap, uout_busy = c->uout.len> 0;
 	bool c_in = false, c_out = cout_busy, u_in = false, u_out = uout_busy;
 	switch (c->state) {
 	case ST_READ_HEAD:
@@ -152,15 +270,15 @@ void conn_update_interest(struct conn *c)
 		u_out = true;
 		break;
 	case ST_TLS_CLIENT:
-		c_in = !cout_busy;
+		c_in = !cout_busy; /* the handshake: TLS state is charged at admission */
 		break;
 	case ST_TLS_UPSTREAM:
 		u_in = true;
 		break;
 	case ST_TUNNEL:
-		c_in = c->piped[0] == 0 && !c->half_closed[0];
+		c_in = mem && c->piped[0] == 0 && !c->half_closed[0];
 		u_out = u_out || c->piped[0] > 0;
-		u_in = c->piped[1] == 0 && !c->half_closed[1];
+		u_in = mem && c->piped[1] == 0 && !c->half_closed[1];
 		c_out = c_out || c->piped[1] > 0;
 		break;
 	case ST_FORWARD:
@@ -355,9 +473,15 @@ static void accept_one(struct proxy *p, int fd, const struct sockaddr_storage *p
 		reply_error(c, 503, "too_many_connections",
 			    "connection limit of this sandbox reached", "conn_limit");
 		conn_step(c);
-		return;
+	} else if (!budget_admits(&p->budget, PROXY_CONN_OVERHEAD + PROXY_TLS_OVERHEAD)) {
+		reply_error(c, 503, "proxy_memory_budget",
+			    "the proxy's memory budget for this sandbox is exhausted",
+			    "proxy_memory_budget");
+		conn_step(c);
+	} else {
+		conn_charge(c);
+		proxy_identify_at_accept(c);
 	}
-	proxy_identify_at_accept(c);
 }
 
 /* Large, so a flood costs few /proc snapshots (each walks every fd of the
@@ -403,6 +527,7 @@ int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out
 	p->cfg = *cfg;
 	if (!p->cfg.limits.buf_cap)
 		proxy_limits_default(&p->cfg.limits);
+	budget_init(&p->budget, p->cfg.limits.memory_budget, p->cfg.limits.max_upstreams);
 	if (secret_echo_new(&p->echo, err) < 0) {
 		free(p);
 		return -1;

@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "http.h"
 #include "egress_proxy.h"
+#include "proxy_budget.h"
 #include "sha256.h"
 #include "stream.h"
 
@@ -127,7 +128,23 @@ struct conn {
 	 * through uout (sni_flushing) before splicing starts; sni_eof: the
 	 * agent closed its side meanwhile, passed on once they are out. */
 	bool sni_pending, sni_flushing, sni_eof;
+	/* Memory: what this connection is charged in the proxy's budget, and
+	 * whether a read waits for the budget (then no read interest is armed
+	 * and the proxy steps it again when the budget resumes). */
+	size_t charged;
+	bool mem_waiting;
+	struct loop_defer *resume;
+	bool up_slot; /* holds one of the sandbox's upstream connection slots */
 };
+
+/* What one connection costs beyond its buffers: the record itself, its loop
+ * watches, timer and identity chain; each TLS session (SSL state, session,
+ * certificate references and, while busy, its two record buffers: they are
+ * released when empty, SSL_MODE_RELEASE_BUFFERS). Estimates, kept high. */
+#define PROXY_CONN_OVERHEAD (sizeof(struct conn) + 2048)
+#define PROXY_TLS_OVERHEAD (48 * 1024)
+/* A bulk tunnel's pipe size (per direction): pipes hold at most this. */
+#define PROXY_PIPE_BULK (1 << 20)
 
 /* proxy_state.c */
 const char *proxy_conn_state_name(enum proxy_conn_state s);
@@ -143,6 +160,15 @@ struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial);
 const struct proxy_config *proxy_cfg(const struct proxy *p);
 struct secret_echo *proxy_echo(const struct proxy *p);
 struct loop *proxy_loop(const struct proxy *p);
+/* Re-counts c's buffers in the proxy's budget (after they grew or shrank). */
+void conn_charge(struct conn *c);
+/* How many of `want` bytes c may read in now (the budget's allowance);
+ * 0 marks c as waiting for memory. */
+size_t conn_read_room(struct conn *c, size_t want);
+/* An upstream connection slot for c (kept until upstream_drop/conn_close):
+ * false when the sandbox's cap is reached. */
+bool conn_take_upstream(struct conn *c);
+void conn_put_upstream(struct conn *c);
 
 /* proxy_reply.c: answers to the agent, each with an audit record */
 void reply_error(struct conn *c, int status, const char *error, const char *detail,

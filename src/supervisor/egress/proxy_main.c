@@ -22,7 +22,7 @@ struct opts {
 	const char *listen, *policy, *hosts, *dns, *upstream_ca, *ca_dir, *creds, *inference;
 	const char *audit_log, *sandbox_id;
 	long identity_pid;
-	unsigned max_conns, head_timeout_ms;
+	unsigned max_conns, head_timeout_ms, max_upstreams, memory_mb;
 	bool endpoint_only, allow_sni_mismatch;
 };
 
@@ -41,6 +41,7 @@ static void usage(void)
 		"DIR]\n"
 		"         [--credentials FILE] [--inference FILE] [--audit-log FILE]\n"
 		"         [--sandbox-id ID] [--max-conns N] [--head-timeout-ms MS]\n"
+		"         [--proxy-memory-mb N] [--max-upstream-connections N]\n"
 		"         [--binary-identity kernel|endpoint-only]"
 		" [--tunnel-sni check|allow-mismatch]\n");
 }
@@ -91,6 +92,14 @@ static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
 			if (parse_u64_str(v, 1, 1000000, &n, err) < 0)
 				return os_error_prefix(err, "--max-conns");
 			o->max_conns = (unsigned)n;
+		} else if (!strcmp(a, "--max-upstream-connections")) {
+			if (parse_u64_str(v, 1, 1000000, &n, err) < 0)
+				return os_error_prefix(err, "--max-upstream-connections");
+			o->max_upstreams = (unsigned)n;
+		} else if (!strcmp(a, "--proxy-memory-mb")) {
+			if (parse_u64_str(v, PROXY_MEMORY_MB_MIN, PROXY_MEMORY_MB_MAX, &n, err) < 0)
+				return os_error_prefix(err, "--proxy-memory-mb");
+			o->memory_mb = (unsigned)n;
 		} else {
 			return os_error_set(err, EINVAL, "unknown option %s", a);
 		}
@@ -180,6 +189,10 @@ static int run(struct state *st, os_error *err)
 	cfg.allow_sni_mismatch = o->allow_sni_mismatch;
 	if (o->head_timeout_ms)
 		cfg.limits.head_timeout_ms = o->head_timeout_ms;
+	if (o->max_upstreams)
+		cfg.limits.max_upstreams = o->max_upstreams;
+	if (o->memory_mb)
+		cfg.limits.memory_budget = (size_t)o->memory_mb << 20;
 	struct policy_gen *g = load_policy(o->policy, err);
 	if (!g)
 		return -1;

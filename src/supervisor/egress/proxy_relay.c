@@ -12,7 +12,7 @@
 #include "proxy_internal.h"
 #include "secret_echo.h"
 
-#define SPLICE_CHUNK (1 << 20)
+#define SPLICE_CHUNK PROXY_PIPE_BULK
 
 int tunnel_start(struct conn *c)
 {
@@ -25,13 +25,14 @@ int tunnel_start(struct conn *c)
 
 /* Bulk tunnels get a 1 MiB pipe once they move a full default pipe's worth:
  * fewer wake-ups per byte, while idle tunnels keep the small default (pipe
- * memory counts against a per-user quota). Failure just keeps 64 KiB. */
+ * memory counts against a per-user quota, and what a pipe holds against
+ * the sandbox's budget). Failure just keeps 64 KiB. */
 static void grow_pipe(struct conn *c, int d)
 {
 	if (c->pipe_grown[d])
 		return;
 	c->pipe_grown[d] = true;
-	fcntl(c->pipes[d][1], F_SETPIPE_SZ, 1 << 20);
+	fcntl(c->pipes[d][1], F_SETPIPE_SZ, PROXY_PIPE_BULK);
 }
 
 /* Fills the pipe from src; returns true if bytes moved. */
@@ -39,10 +40,15 @@ static bool splice_in(struct conn *c, int d, int src, int dst)
 {
 	if (c->piped[d] != 0 || c->half_closed[d])
 		return false;
-	ssize_t n = splice(src, NULL, c->pipes[d][1], NULL, SPLICE_CHUNK,
-			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	/* Bytes in the pipe are the proxy's: the budget says how many. */
+	size_t want = conn_read_room(c, SPLICE_CHUNK);
+	if (want == 0)
+		return false;
+	ssize_t n =
+		splice(src, NULL, c->pipes[d][1], NULL, want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
 	if (n > 0) {
 		c->piped[d] += (size_t)n;
+		conn_charge(c);
 		if (n >= 65536)
 			grow_pipe(c, d);
 		return true;
@@ -62,12 +68,14 @@ static bool splice_out(struct conn *c, int d, int dst)
 				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
 		if (n > 0) {
 			c->piped[d] -= (size_t)n;
+			conn_charge(c);
 			continue;
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return false;
 		/* the destination is gone: drop what is buffered, stop this way */
 		c->piped[d] = 0;
+		conn_charge(c);
 		c->half_closed[d] = true;
 		return false;
 	}
@@ -177,20 +185,27 @@ ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err
 	return (ssize_t)n;
 }
 
-static bool read_side(struct stream *s, struct buf *b, bool *eof)
+/* Reads from one side into b: bounded by b's cap (a full buffer is
+ * backpressure: the bytes stay in the kernel, the peer is slowed by TCP)
+ * and by what the sandbox's budget still has for this connection. */
+static bool read_side(struct conn *c, struct stream *s, struct buf *b, bool *eof)
 {
 	char chunk[16384];
 	size_t room = b->cap - b->len;
 	if (room == 0 || s->fd < 0)
 		return false;
-	ssize_t n = stream_read(s, chunk, room < sizeof chunk ? room : sizeof chunk);
+	room = conn_read_room(c, room < sizeof chunk ? room : sizeof chunk);
+	if (room == 0)
+		return false;
+	ssize_t n = stream_read(s, chunk, room);
 	if (n == STREAM_AGAIN)
 		return false;
 	if (n <= 0) {
 		*eof = true;
 		return false;
 	}
-	buf_append(b, chunk, (size_t)n, NULL);
+	buf_append(b, chunk, (size_t)n, NULL); /* fits: n <= room <= cap - len */
+	conn_charge(c);
 	return true;
 }
 
@@ -308,7 +323,7 @@ static enum step_result forward_request(struct conn *c, bool *moved)
 {
 	os_error err = { 0 };
 	bool ceof = false;
-	while (c->req_body.state != BODY_DONE && read_side(&c->client, &c->cin, &ceof))
+	while (c->req_body.state != BODY_DONE && read_side(c, &c->client, &c->cin, &ceof))
 		*moved = true;
 	ssize_t n = body_pump(&c->req_body, &c->cin, &c->uout, &err);
 	if (n < 0) {
@@ -350,7 +365,7 @@ enum step_result forward_step(struct conn *c)
 	enum step_result r = forward_request(c, &moved);
 	if (r != STEP_WAIT)
 		return r;
-	while (read_side(&c->upstream, &c->uin, &ueof))
+	while (read_side(c, &c->upstream, &c->uin, &ueof))
 		moved = true;
 	if (!c->resp_head_done) {
 		int h = response_head(c, &moved, &err);

@@ -58,6 +58,7 @@ static void on_resolved(void *data, int status, const struct ip_addr *addrs, siz
 
 void upstream_drop(struct conn *c)
 {
+	conn_put_upstream(c);
 	stream_close(&c->upstream);
 	if (c->uio) {
 		loop_io_remove(c->uio);
@@ -81,6 +82,14 @@ void upstream_start(struct conn *c)
 {
 	const struct proxy_config *cfg = proxy_cfg(c->proxy);
 	os_error err = { 0 };
+	/* The slot is taken before any DNS or connect work and held until the
+	 * upstream is dropped or the connection closes. */
+	if (!conn_take_upstream(c)) {
+		reply_error(c, 503, "upstream_connection_limit",
+			    "concurrent upstream connection limit of this sandbox reached",
+			    "upstream_connection_limit");
+		return;
+	}
 	conn_set_state(c, ST_RESOLVE);
 	c->query = resolver_lookup(cfg->resolver, c->up_host[0] ? c->up_host : c->host, on_resolved,
 				   c, &err);
@@ -160,7 +169,7 @@ static int start_client_tls(struct conn *c)
 		return -1;
 	}
 	SSL_set_accept_state(ssl);
-	c->client.ssl = ssl;
+	stream_set_tls(&c->client, ssl);
 	return 0;
 }
 
@@ -229,7 +238,7 @@ static void start_upstream_tls(struct conn *c, const char *name)
 		return;
 	}
 	SSL_set_connect_state(u);
-	c->upstream.ssl = u;
+	stream_set_tls(&c->upstream, u);
 	conn_set_state(c, ST_TLS_UPSTREAM);
 }
 

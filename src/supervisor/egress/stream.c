@@ -16,6 +16,16 @@ void stream_init(struct stream *s, int fd)
 	s->eof = false;
 }
 
+void stream_set_tls(struct stream *s, SSL *ssl)
+{
+	/* Partial writes and a moving write buffer: what is written comes from
+	 * a struct buf that may be reallocated between a WANT_WRITE and the
+	 * retry (a buffer released under memory pressure grows again). */
+	SSL_set_mode(ssl, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+				  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	s->ssl = ssl;
+}
+
 static ssize_t ssl_result(struct stream *s, int r)
 {
 	switch (SSL_get_error(s->ssl, r)) {

@@ -19,6 +19,11 @@ struct stream {
 };
 
 void stream_init(struct stream *s, int fd);
+/* Puts TLS on the stream (it owns ssl from now on). OpenSSL's record
+ * buffers are released whenever they are empty: thousands of idle or
+ * paused TLS connections then hold their state only. Writes may be
+ * partial and retried from a moved buffer. */
+void stream_set_tls(struct stream *s, SSL *ssl);
 /* > 0 bytes, 0 at EOF, STREAM_AGAIN or STREAM_ERROR. */
 ssize_t stream_read(struct stream *s, void *buf, size_t len);
 ssize_t stream_write(struct stream *s, const void *buf, size_t len);
