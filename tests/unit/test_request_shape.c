@@ -97,8 +97,8 @@ static void invalid_override_values_refused(void **state)
 		"POST /x HTTP/1.1\r\nHost: h\r\nX-HTTP-Method-Override: DELETE, PUT\r\n\r\n",
 		"POST /x HTTP/1.1\r\nHost: h\r\nX-HTTP-Method-Override:\r\n\r\n",
 		"POST /x HTTP/1.1\r\nHost: h\r\nX-HTTP-Method: GET/1\r\n\r\n",
-		"POST /x HTTP/1.1\r\nHost: h\r\nX-Method-Override: "
-		"AVERYVERYVERYLONGMETHODNAMEOVERTHECAP\r\n\r\n",
+		("POST /x HTTP/1.1\r\nHost: h\r\nX-Method-Override: "
+		 "AVERYVERYVERYLONGMETHODNAMEOVERTHECAP\r\n\r\n"),
 		"GET /x?_method=DEL+ETE HTTP/1.1\r\nHost: h\r\n\r\n",
 		"GET /x?_method=DELETE%00 HTTP/1.1\r\nHost: h\r\n\r\n",
 		"GET /x?_method=%ZZ HTTP/1.1\r\nHost: h\r\n\r\n",
