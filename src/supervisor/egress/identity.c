@@ -32,6 +32,20 @@ struct exe_pin {
 	unsigned char sha[32]; /* hash of the stat-identified current content */
 };
 
+/* One batch's /proc/net/tcp{,6}, parsed once and sorted by "LOCAL REMOTE"
+ * (both as /proc prints them, upper case), so each lookup is a search. */
+struct tcp_entry {
+	char key[2 * 38 + 2]; /* two "ADDR:PORT" of up to 32 + 1 + 4, a space */
+	unsigned long inode;
+	uid_t uid;
+};
+
+struct tcp_table {
+	bool built;
+	struct tcp_entry *e;
+	size_t n;
+};
+
 struct identity_ctx {
 	pid_t entry_pid;
 	pid_t extra[IDENTITY_EXTRA_MAX]; /* 0: free slot */
@@ -48,7 +62,7 @@ struct identity_ctx {
 	 * tables and of the namespace's socket owners, made at first use. */
 	bool batch, batch_indexed;
 	struct procfs_socket_index index;
-	char *tcp_text[2]; /* [0] tcp, [1] tcp6 */
+	struct tcp_table tcp[2]; /* [0] tcp, [1] tcp6; built at first use */
 };
 
 const char *identity_failure_name(enum identity_failure f)
@@ -111,8 +125,8 @@ void identity_batch_end(struct identity_ctx *ctx)
 {
 	procfs_socket_index_free(&ctx->index);
 	for (int i = 0; i < 2; i++) {
-		free(ctx->tcp_text[i]);
-		ctx->tcp_text[i] = NULL;
+		free(ctx->tcp[i].e);
+		ctx->tcp[i] = (struct tcp_table){ 0 };
 	}
 	ctx->batch = ctx->batch_indexed = false;
 }
@@ -246,6 +260,74 @@ int identity_parse_proc_net(const char *text, bool v6, const struct sockaddr *so
 	return -1;
 }
 
+static int by_key(const void *a, const void *b)
+{
+	return strcmp(((const struct tcp_entry *)a)->key, ((const struct tcp_entry *)b)->key);
+}
+
+static void upper(char *s)
+{
+	for (; *s; s++)
+		if (*s >= 'a' && *s <= 'z')
+			*s = (char)(*s - 'a' + 'A');
+}
+
+/* Parses every line of a /proc/net/tcp text into t (lines that do not
+ * parse are left out: a lookup of them then finds no socket, a deny). */
+static int tcp_table_build(const char *text, struct tcp_table *t, os_error *err)
+{
+	size_t cap = 0;
+	for (const char *line = strchr(text, '\n'); line && *++line;) {
+		const char *end = strchr(line, '\n'), *p = line, *f[10];
+		size_t fl[10];
+		uint64_t u, ino;
+		if (!end)
+			end = line + strlen(line);
+		for (int i = 0; i < 10; i++)
+			f[i] = next_field(&p, end, &fl[i]);
+		line = *end ? end : NULL;
+		if (fl[1] + fl[2] + 2 > sizeof t->e[0].key ||
+		    parse_u64(f[7], fl[7], 0, UINT32_MAX, &u, NULL) < 0 ||
+		    parse_u64(f[9], fl[9], 1, UINT64_MAX, &ino, NULL) < 0)
+			continue;
+		if (t->n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct tcp_entry *ne = realloc(t->e, ncap * sizeof *ne);
+			if (!ne)
+				return os_error_set(err, ENOMEM, "tcp table: out of memory");
+			t->e = ne;
+			cap = ncap;
+		}
+		struct tcp_entry *e = &t->e[t->n++];
+		snprintf(e->key, sizeof e->key, "%.*s %.*s", (int)fl[1], f[1], (int)fl[2], f[2]);
+		upper(e->key);
+		e->inode = (unsigned long)ino;
+		e->uid = (uid_t)u;
+	}
+	if (t->n)
+		qsort(t->e, t->n, sizeof *t->e, by_key);
+	t->built = true;
+	return 0;
+}
+
+static int tcp_table_find(const struct tcp_table *t, const struct sockaddr *sock_local,
+			  const struct sockaddr *sock_remote, unsigned long *inode, uid_t *uid)
+{
+	char la[40], ra[40];
+	unsigned lp, rp;
+	struct tcp_entry want;
+	proc_net_addr(sock_local, la, sizeof la, &lp);
+	proc_net_addr(sock_remote, ra, sizeof ra, &rp);
+	snprintf(want.key, sizeof want.key, "%s:%04X %s:%04X", la, lp, ra, rp);
+	upper(want.key);
+	const struct tcp_entry *e = t->n ? bsearch(&want, t->e, t->n, sizeof *t->e, by_key) : NULL;
+	if (!e)
+		return -1;
+	*inode = e->inode;
+	*uid = e->uid;
+	return 0;
+}
+
 static int find_socket_inode(struct identity_ctx *ctx, const struct sockaddr *peer,
 			     const struct sockaddr *local, unsigned long *inode, uid_t *uid,
 			     os_error *err)
@@ -254,13 +336,15 @@ static int find_socket_inode(struct identity_ctx *ctx, const struct sockaddr *pe
 	bool v6 = peer->sa_family == AF_INET6;
 	snprintf(path, sizeof path, "/proc/%d/net/%s", (int)ctx->entry_pid, v6 ? "tcp6" : "tcp");
 	_cleanup_free_ char *text = NULL;
-	char **cached = ctx->batch ? &ctx->tcp_text[v6] : NULL;
-	if ((!cached || !*cached) && file_read_all(path, PROC_NET_CAP, &text, NULL, err) < 0)
+	struct tcp_table *t = &ctx->tcp[v6];
+	if ((!ctx->batch || !t->built) && file_read_all(path, PROC_NET_CAP, &text, NULL, err) < 0)
 		return -1;
-	if (cached && !*cached)
-		*cached = steal_ptr(text);
 	/* From the agent's side its socket is local=peer, remote=our local. */
-	return identity_parse_proc_net(cached ? *cached : text, v6, peer, local, inode, uid);
+	if (!ctx->batch)
+		return identity_parse_proc_net(text, v6, peer, local, inode, uid);
+	if (!t->built && tcp_table_build(text, t, err) < 0)
+		return -1;
+	return tcp_table_find(t, peer, local, inode, uid);
 }
 
 static pid_t read_ppid(pid_t pid)

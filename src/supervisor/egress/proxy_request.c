@@ -59,15 +59,16 @@ static bool keep_chain(struct conn *c, const struct identity *id)
 	return true;
 }
 
-/* One kernel lookup of the caller into a fresh (large) identity, which the
- * caller frees; NULL only when memory ran out (*f says so). */
+/* One kernel lookup of the caller. The identity is large (its chain holds
+ * IDENTITY_CHAIN_MAX paths) and every connection is looked up twice, so
+ * one scratch copy serves every lookup of the proxy's single loop thread:
+ * valid until the next lookup. */
 static struct identity *lookup_caller(const struct conn *c, enum identity_failure *f, os_error *err)
 {
-	struct identity *id = calloc(1, sizeof *id);
-	*f = id ? identity_resolve(proxy_cfg(c->proxy)->identity, (void *)&c->peer,
-				   (void *)&c->local, id, err)
-		: IDENTITY_PROC_ERROR;
-	return id;
+	static struct identity scratch;
+	*f = identity_resolve(proxy_cfg(c->proxy)->identity, (void *)&c->peer, (void *)&c->local,
+			      &scratch, err);
+	return &scratch;
 }
 
 void proxy_identify_at_accept(struct conn *c)
@@ -84,7 +85,6 @@ void proxy_identify_at_accept(struct conn *c)
 		c->accept_failure = identity_failure_name(f);
 		log_debug("proxy: identity at accept: %s", err.msg);
 	}
-	free(id);
 }
 
 /* The second lookup must name what the first did. */
@@ -122,7 +122,6 @@ static void identify(struct conn *c)
 		c->id_reason = identity_failure_name(f);
 		log_debug("proxy: identity: %s", err.msg);
 	}
-	free(id);
 }
 
 static int copy_slice(char *dst, size_t cap, struct http_slice s)
