@@ -61,9 +61,13 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 		fprintf(stderr, "openshell-local: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	/* Its start time as it is, zombie or not: a supervisor that already
+	 * exited (it cannot be reaped before our waitid) would otherwise be
+	 * recorded with 0, which reads as "gone" before "exit" is written. */
+	struct procfs_stat pst;
+	unsigned long long start = procfs_stat_read(sup, &pst, NULL) == 0 ? pst.start_time : 0;
 	char line[96];
-	snprintf(line, sizeof(line), "%d %llu %llu\n", (int)sup,
-		 (unsigned long long)local_proc_start_time(sup), (unsigned long long)mark);
+	snprintf(line, sizeof(line), "%d %llu %llu\n", (int)sup, start, (unsigned long long)mark);
 	if (write_small(dir, "supervisor.pid", line, NULL) < 0)
 		kill(sup, SIGKILL); /* unrecorded, it would be an orphan nobody can stop */
 	(void)!write(report_fd, line, strlen(line));
