@@ -13,6 +13,7 @@ import ctypes
 import errno
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -918,14 +919,25 @@ def ex_many_connections():
                 except OSError as e:
                     codes[ename(e)] = codes.get(ename(e), 0) + 1
                     break
-            time.sleep(1.5)
-            for s in socks:
-                s.setblocking(False)
-                try:
-                    if s.recv(12).startswith(b"HTTP/1.1 503"):
-                        codes["503"] = codes.get("503", 0) + 1
-                except OSError:
-                    pass
+            # Collect the answers as they come (a loaded or sanitized proxy
+            # takes its time with the backlog): until every socket answered,
+            # or 2 s pass quietly after the first 503, or 20 s in all.
+            poller, by_fd = select.poll(), {s.fileno(): s for s in socks}
+            for fd in by_fd:
+                poller.register(fd, select.POLLIN)
+            start, last = time.monotonic(), None
+            while by_fd and time.monotonic() - start < 20:
+                if last and time.monotonic() - last > 2:
+                    break
+                for fd, _ in poller.poll(500):
+                    s = by_fd.pop(fd)
+                    poller.unregister(fd)
+                    try:
+                        if s.recv(12).startswith(b"HTTP/1.1 503"):
+                            codes["503"] = codes.get("503", 0) + 1
+                            last = time.monotonic()
+                    except OSError:
+                        pass
             codes["open"] = len(socks)
             os.write(w, (json.dumps(codes) + "\n").encode())
             os._exit(0)
