@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -71,7 +72,46 @@ static int add_entry(struct view *v, const char *path, const char *source, bool 
  * usr/lib), where it really is, so both spellings work as under Landlock,
  * which grants the target. Missing paths are skipped (Landlock reports
  * them in hard_requirement mode). */
-static int add_policy_path(struct view *v, const char *path, bool rw, os_error *err)
+/* The read_write entry path lies strictly inside, or NULL: there the agent
+ * (of an earlier run: the workspace persists) may have planted symlinks. */
+static const char *writable_parent(const struct launch_spec *s, const char *path)
+{
+	for (size_t i = 0; i < s->n_rw; i++)
+		if (path_is_inside(path, s->rw_paths[i]))
+			return s->rw_paths[i];
+	return NULL;
+}
+
+/* Inside an agent-writable tree a policy path is taken only when no
+ * component of it is a symlink: following one would bind whatever host
+ * path the agent pointed it at into its own view. Outside such trees
+ * symlinks are the operator's (/lib -> usr/lib) and followed. */
+static int refuse_planted_symlink(const struct launch_spec *s, const char *path, bool rw,
+				  os_error *err)
+{
+	const char *parent = writable_parent(s, path);
+	if (!parent)
+		return 0;
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno == ELOOP)
+		return os_error_set(
+			err, EPERM,
+			"read_%s path %s lies inside read_write %s and passes through a "
+			"symlink: refused (it could point anywhere on the host)",
+			rw ? "write" : "only", path, parent);
+	return errno == ENOENT || errno == ENOTDIR
+		       ? 0
+		       : os_error_errno(err, "read_%s path %s", rw ? "write" : "only", path);
+}
+
+static int add_policy_path(struct view *v, const struct launch_spec *s, const char *path, bool rw,
+			   os_error *err)
 {
 	char real[PATH_MAX];
 	struct stat st;
@@ -81,6 +121,8 @@ static int add_policy_path(struct view *v, const char *path, bool rw, os_error *
 	}
 	if (fresh_mount_covers(path))
 		return 0;
+	if (refuse_planted_symlink(s, path, rw, err) < 0)
+		return -1;
 	if (!realpath(path, real) || stat(real, &st) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			return 0;
@@ -108,15 +150,15 @@ static int collect(const struct launch_spec *s, struct view *v, os_error *err)
 	if (!v->e)
 		return os_error_set(err, ENOMEM, "filesystem view");
 	for (size_t i = 0; i < s->n_ro; i++)
-		if (add_policy_path(v, s->ro_paths[i], false, err) < 0)
+		if (add_policy_path(v, s, s->ro_paths[i], false, err) < 0)
 			return -1;
 	for (size_t i = 0; i < s->n_rw; i++)
-		if (add_policy_path(v, s->rw_paths[i], true, err) < 0)
+		if (add_policy_path(v, s, s->rw_paths[i], true, err) < 0)
 			return -1;
 	/* A terminal session's fd 0 is a /dev/pts node (the agent's, or later
 	 * an exec'd command's): ttyname() must find it. Bound as it is;
 	 * opening anything there is still Landlock's call. */
-	if (add_policy_path(v, "/dev/pts", true, err) < 0)
+	if (add_policy_path(v, s, "/dev/pts", true, err) < 0)
 		return -1;
 	qsort(v->e, v->n, sizeof(*v->e), by_length);
 	return 0;

@@ -157,3 +157,29 @@ def test_an_unlisted_working_directory_exists_empty(tree):
     r = su.run(s)
     assert r.rc == 0 and r.execed, r
     assert su.probe_lines(r.stdout)["open_read"] == errno.ENOENT
+
+
+def test_a_symlink_planted_in_a_writable_tree_is_not_followed(tree):
+    """An earlier run of the agent left rw/planted -> a host directory it
+    may not see; a policy naming rw/planted must not bind that directory
+    into the view."""
+    secret_dir = os.path.join(tree["base"], "elsewhere-secret")
+    os.mkdir(secret_dir)
+    with open(os.path.join(secret_dir, "f"), "w") as f:
+        f.write("secret")
+    os.chmod(os.path.join(secret_dir, "f"), 0o644)
+    planted = os.path.join(tree["rw"], "planted")
+    os.symlink(secret_dir, planted)
+    s = su.spec([su.PROBE, "open-read", os.path.join(planted, "f")],
+                read_only=[planted], read_write=[tree["rw"]])
+    r = su.run(s)
+    assert not r.execed and r.failure and r.failure["step"] == "namespaces", r
+    assert planted in r.failure["message"] and "symlink" in r.failure["message"]
+    # Control: a real directory at the same place is bound and readable.
+    os.unlink(planted)
+    os.mkdir(planted)
+    with open(os.path.join(planted, "f"), "w") as f:
+        f.write("mine")
+    os.chmod(os.path.join(planted, "f"), 0o644)
+    r = su.run(s)
+    assert r.rc == 0 and su.probe_lines(r.stdout)["open_read"] == 0, r
