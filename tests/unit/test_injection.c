@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -102,17 +103,27 @@ static pid_t start_sleep(const char *preload)
 	return pid;
 }
 
-static int check_when_started(pid_t pid, const struct injection_tree *t, char *why)
+/* Until the dynamic loader has mapped libc into the new image (preloads
+ * are mapped before it), or 5 s. */
+static void wait_loaded(pid_t pid)
 {
-	char exe[64], target[256];
-	snprintf(exe, sizeof exe, "/proc/%d/exe", (int)pid);
-	for (int i = 0; i < 500; i++) { /* until exec has happened */
-		ssize_t n = readlink(exe, target, sizeof target - 1);
-		if (n > 0 && (target[n] = '\0', strstr(target, "sleep")))
-			break;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		char *maps = NULL;
+		size_t len = 0;
+		bool done = file_read_all(path, 8u << 20, &maps, &len, NULL) == 0 &&
+			    strstr(maps, "/sleep") && strstr(maps, "libc.so");
+		free(maps);
+		if (done)
+			return;
 		usleep(10000);
 	}
-	usleep(50000); /* the loader maps the preload before main */
+}
+
+static int check_when_started(pid_t pid, const struct injection_tree *t, char *why)
+{
+	wait_loaded(pid);
 	os_error err = { 0 };
 	return injection_check(pid, t, why, INJECTION_WHY_MAX, &err);
 }

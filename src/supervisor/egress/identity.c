@@ -504,7 +504,10 @@ static enum identity_failure build_chain(struct identity_ctx *ctx, pid_t pid, st
 			return IDENTITY_PROC_ERROR;
 		}
 		enum identity_failure f = verify_pin(ctx, p, slot, err);
-		if (f == IDENTITY_OK)
+		/* Entry processes are ours (the launcher, exec relays forked from
+		 * the supervisor): their maps name the supervisor's own tree, not
+		 * the agent's, and no agent code runs in them. */
+		if (f == IDENTITY_OK && !is_entry(ctx, p))
 			f = check_injected(ctx, p, slot, err);
 		if (f != IDENTITY_OK)
 			return f;
