@@ -1,0 +1,202 @@
+"""Host state the test node changes, and putting it back: the Pod bridge, its
+containment (forwarding on the bridge only, a guard rule, no default route,
+no masquerade), sysctls, and everything `down` must remove. Python stdlib only.
+
+Addresses: the Pod bridge and the Service range are used by nothing else in
+the project's tests (10.200.0.0/16 is the supervisor's veth leases,
+198.51.100.0/24 the proxy tests' upstreams, 10.96.0.0/16 the control-plane-only
+environment's never-routed Service range)."""
+import json, os, subprocess
+
+BRIDGE = "osnode0"
+POD_CIDR = "10.244.0.0/24"
+HOST_IP = "10.244.0.1"  # the host on the Pod network: node name, apiserver, DNS
+SERVICE_CIDR = "10.97.0.0/16"
+CNI_NETWORK = "osnode"
+GUARD_TABLE = "openshell_node_guard"  # nft table, family inet
+
+# Sysctls the node's parts set (the kubelet's kernel tunables, br_netfilter's
+# switch that kube-router needs for Pod-to-Pod filtering, global forwarding
+# that must stay off); `down` writes the values seen before `up` back.
+SYSCTLS = ["net/ipv4/ip_forward", "net/ipv4/conf/all/forwarding",
+           "net/bridge/bridge-nf-call-iptables", "vm/overcommit_memory", "vm/panic_on_oom",
+           "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys",
+           "kernel/keys/root_maxbytes"]
+
+# Host paths the node's parts create outside its own directory (libcni's
+# result cache, the shims' socket dir, the kubelet's log symlinks); removed by
+# `down` when they did not exist before `up`, else only our entries in them.
+HOST_PATHS = ["/var/lib/cni", "/run/containerd", "/var/log/containers", "/var/log/pods",
+              "/opt/containerd", "/var/run/netns", "/etc/cni", "/var/lib/kubelet"]
+
+
+def run(*argv, check=True, stdin=None):
+    r = subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed (exit {r.returncode}): {r.stderr.strip()}")
+    return r
+
+
+def sysctl_read(name):
+    try:
+        with open(f"/proc/sys/{name}") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def sysctl_write(name, value):
+    with open(f"/proc/sys/{name}", "w") as f:
+        f.write(value)
+
+
+def nft_tables():
+    """['family name', ...] of the current ruleset."""
+    out = run("nft", "-j", "list", "tables").stdout
+    return sorted(f"{t['table']['family']} {t['table']['name']}"
+                  for t in json.loads(out)["nftables"] if "table" in t)
+
+
+def ipsets():
+    r = run("ipset", "list", "-n", check=False)
+    return sorted(r.stdout.split()) if r.returncode == 0 else []
+
+
+def kubepods_cgroups():
+    """Controller hierarchies (cgroup v1 and the unified one) holding a kubepods tree."""
+    return sorted(c for c in os.listdir("/sys/fs/cgroup")
+                  if os.path.isdir(f"/sys/fs/cgroup/{c}/kubepods"))
+
+
+def snapshot():
+    """What `down` compares against: taken before `up` changes anything."""
+    return {"sysctls": {s: sysctl_read(s) for s in SYSCTLS},
+            "nft_tables": nft_tables(), "ipsets": ipsets(),
+            "paths": [p for p in HOST_PATHS if os.path.lexists(p)],
+            "kubepods": kubepods_cgroups()}
+
+
+def preflight():
+    """Refuse clearly what this machine cannot do, before changing anything."""
+    if os.geteuid() != 0:
+        raise RuntimeError("--node needs root (bridges, netns, cgroups, nftables)")
+    for tool in ("/usr/sbin/runc", "/usr/lib/cni/bridge", "/usr/lib/cni/host-local",
+                 "/usr/lib/cni/loopback"):
+        if not os.access(tool, os.X_OK):
+            raise RuntimeError(f"{tool} missing (scripts/install-deps installs runc and "
+                               "containernetworking-plugins)")
+    for tool in ("nft", "ipset", "iptables", "iptables-save", "conntrack", "ip"):
+        if not any(os.access(f"{d}/{tool}", os.X_OK) for d in ("/usr/sbin", "/sbin", "/usr/bin")):
+            raise RuntimeError(f"{tool} missing (scripts/install-deps installs it)")
+    if os.path.exists(f"/sys/class/net/{BRIDGE}"):
+        raise RuntimeError(f"bridge {BRIDGE} exists: another test node runs on this machine "
+                           "(one at a time), or a crashed one needs 'kube-testenv down'")
+    if sysctl_read("net/bridge/bridge-nf-call-iptables") is None:
+        raise RuntimeError("br_netfilter is not loaded (modprobe br_netfilter): NetworkPolicy "
+                           "between Pods on one bridge needs it")
+
+
+def guard_ruleset():
+    # Anything that came in on the Pod bridge and would leave by another
+    # interface is dropped, before any other forward rule (priority -400).
+    # The counter lets the containment test see the rule at work.
+    return (f"table inet {GUARD_TABLE} {{\n"
+            f" chain forward {{ type filter hook forward priority -400; policy accept;\n"
+            f"  iifname \"{BRIDGE}\" oifname != \"{BRIDGE}\" counter drop\n }}\n}}\n")
+
+
+def setup_bridge():
+    """The Pod bridge with the host's address; forwarding on it alone."""
+    run("ip", "link", "add", BRIDGE, "type", "bridge")
+    run("ip", "addr", "add", f"{HOST_IP}/{POD_CIDR.split('/')[1]}", "dev", BRIDGE)
+    run("ip", "link", "set", BRIDGE, "up")
+    run("nft", "-f", "-", stdin=guard_ruleset())
+    # Routing of packets that arrive on the bridge (Pod -> Service -> Pod);
+    # global ip_forward stays off, so no other interface forwards.
+    sysctl_write(f"net/ipv4/conf/{BRIDGE}/forwarding", "1")
+    sysctl_write("net/bridge/bridge-nf-call-iptables", "1")
+
+
+def restore(before, log):
+    """Remove what the node left and write back the sysctls: the host as `snapshot` saw it."""
+    for tbl in sorted(set(nft_tables()) - set(before["nft_tables"])):
+        r = run("nft", "delete", "table", *tbl.split(), check=False)
+        if r.returncode != 0:
+            log(f"down: nft delete table {tbl}: {r.stderr.strip()}")
+    for s in sorted(set(ipsets()) - set(before["ipsets"])):
+        r = run("ipset", "destroy", s, check=False)
+        if r.returncode != 0:
+            log(f"down: ipset destroy {s}: {r.stderr.strip()}")
+    if os.path.exists(f"/sys/class/net/{BRIDGE}"):
+        for port in os.listdir(f"/sys/class/net/{BRIDGE}/brif"):
+            run("ip", "link", "del", port, check=False)
+        run("ip", "link", "del", BRIDGE, check=False)
+    for c in sorted(set(kubepods_cgroups()) - set(before["kubepods"])):
+        remove_cgroup_tree(f"/sys/fs/cgroup/{c}/kubepods", log)
+    for name, value in before["sysctls"].items():
+        if value is not None and sysctl_read(name) != value:
+            try:
+                sysctl_write(name, value)
+            except OSError as e:
+                log(f"down: cannot restore {name}={value}: {e}")
+
+
+def remove_cgroup_tree(top, log):
+    """rmdir a cgroup and its children, deepest first (their tasks are gone)."""
+    for root, dirs, _ in os.walk(top, topdown=False):
+        for d in dirs:
+            try_rmdir(os.path.join(root, d), log)
+    try_rmdir(top, log)
+
+
+def try_rmdir(path, log):
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        log(f"down: cannot remove {path}: {e}")
+
+
+def cgroup_pids(top):
+    """Pids in the kubepods trees of every hierarchy (Pod containers, gVisor sandboxes)."""
+    pids = set()
+    for c in os.listdir("/sys/fs/cgroup"):
+        base = f"/sys/fs/cgroup/{c}/{top}"
+        for root, _, files in os.walk(base):
+            if "cgroup.procs" in files:
+                try:
+                    with open(f"{root}/cgroup.procs") as f:
+                        pids.update(int(p) for p in f.read().split())
+                except OSError:
+                    pass
+    return pids
+
+
+def remove_host_paths(before, d, log):
+    """Host paths the node created: gone entirely when `up` found none; in a
+    shared one only entries that name this node (libcni's cached results are
+    per network name, the kubelet's log symlinks point into d)."""
+    import shutil
+    for p in HOST_PATHS:
+        if not os.path.lexists(p):
+            continue
+        if p not in before["paths"]:
+            shutil.rmtree(p, ignore_errors=True)
+            continue
+        if p == "/var/lib/cni":
+            for sub in ("results", "networks"):
+                base = f"{p}/{sub}"
+                for e in os.listdir(base) if os.path.isdir(base) else []:
+                    if e.startswith(f"{CNI_NETWORK}-") or e == CNI_NETWORK:
+                        shutil.rmtree(f"{base}/{e}", ignore_errors=True)
+                        if os.path.lexists(f"{base}/{e}"):
+                            os.unlink(f"{base}/{e}")
+        elif p == "/var/log/containers":
+            for e in os.listdir(p):
+                link = f"{p}/{e}"
+                if os.path.islink(link) and os.readlink(link).startswith(d + "/"):
+                    os.unlink(link)
+    for p in HOST_PATHS:
+        if os.path.lexists(p) and p not in before["paths"]:
+            log(f"down: could not remove {p}")
