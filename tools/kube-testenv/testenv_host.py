@@ -6,7 +6,7 @@ Addresses: the Pod bridge and the Service range are used by nothing else in
 the project's tests (10.200.0.0/16 is the supervisor's veth leases,
 198.51.100.0/24 the proxy tests' upstreams, 10.96.0.0/16 the control-plane-only
 environment's never-routed Service range)."""
-import json, os, subprocess
+import json, os, shutil, socket, stat, subprocess
 
 BRIDGE = "osnode0"
 POD_CIDR = "10.244.0.0/24"
@@ -174,29 +174,63 @@ def cgroup_pids(top):
 
 
 def remove_host_paths(before, d, log):
-    """Host paths the node created: gone entirely when `up` found none; in a
-    shared one only entries that name this node (libcni's cached results are
-    per network name, the kubelet's log symlinks point into d)."""
-    import shutil
+    """Entries the node left in shared host paths: libcni's cached results
+    (named by our network), the kubelet's log symlinks (pointing into d), shim
+    sockets nothing listens on any more; then the paths themselves when `up`
+    found none and they are empty (another runtime on the machine may use them)."""
+    for sub in ("results", "networks"):
+        base = f"/var/lib/cni/{sub}"
+        for e in os.listdir(base) if os.path.isdir(base) else []:
+            if e.startswith(f"{CNI_NETWORK}-") or e == CNI_NETWORK:
+                remove_entry(f"{base}/{e}")
+    if os.path.isdir("/var/log/containers"):
+        for e in os.listdir("/var/log/containers"):
+            link = f"/var/log/containers/{e}"
+            if os.path.islink(link) and os.readlink(link).startswith(d + "/"):
+                os.unlink(link)
+    for p in ["/run/containerd/s"] + [p for p in HOST_PATHS if p not in before["paths"]]:
+        for root, _, files in os.walk(p):
+            for e in files:
+                if dead_socket(f"{root}/{e}"):  # the shims', the kubelet's device-plugin socket
+                    os.unlink(f"{root}/{e}")
     for p in HOST_PATHS:
-        if not os.path.lexists(p):
-            continue
-        if p not in before["paths"]:
-            shutil.rmtree(p, ignore_errors=True)
-            continue
-        if p == "/var/lib/cni":
-            for sub in ("results", "networks"):
-                base = f"{p}/{sub}"
-                for e in os.listdir(base) if os.path.isdir(base) else []:
-                    if e.startswith(f"{CNI_NETWORK}-") or e == CNI_NETWORK:
-                        shutil.rmtree(f"{base}/{e}", ignore_errors=True)
-                        if os.path.lexists(f"{base}/{e}"):
-                            os.unlink(f"{base}/{e}")
-        elif p == "/var/log/containers":
-            for e in os.listdir(p):
-                link = f"{p}/{e}"
-                if os.path.islink(link) and os.readlink(link).startswith(d + "/"):
-                    os.unlink(link)
-    for p in HOST_PATHS:
-        if os.path.lexists(p) and p not in before["paths"]:
-            log(f"down: could not remove {p}")
+        if os.path.isdir(p) and p not in before["paths"]:
+            for root, dirs, _ in os.walk(p, topdown=False):
+                for sub in dirs:
+                    try_rmdir_empty(os.path.join(root, sub))
+            try_rmdir_empty(p)
+            if os.path.exists(p):
+                log(f"down: {p} is not empty (another runtime's, or ours left behind)")
+
+
+def remove_entry(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def dead_socket(path):
+    """A unix socket file nothing listens on (a regular file is never "dead")."""
+    try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            return False
+    except OSError:
+        return False
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path)
+        return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def try_rmdir_empty(path):
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass

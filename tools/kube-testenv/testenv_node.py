@@ -4,7 +4,7 @@ kube-proxy (nftables), kube-router's NetworkPolicy firewall and CoreDNS, all
 as host processes; and stopping every process they leave. Python stdlib only.
 Facts behind the settings: ../../../shared/docs/TESTNODE.md and
 docs/kube-testenv.md."""
-import json, os, signal, time
+import json, os, signal, subprocess, time
 
 import testenv_host as host
 
@@ -225,7 +225,7 @@ def kill_leftovers(d, log, timeout=20):
 
 def unmount_under(d, log):
     """Lazy-unmount every mount below d (rootfs overlays, shm, netns, volumes), deepest first."""
-    import subprocess
+
     for _ in range(5):
         with open("/proc/self/mountinfo") as f:
             points = [l.split()[4] for l in f]
