@@ -11,6 +11,7 @@ import json, os, shutil, socket, stat, subprocess
 BRIDGE = "osnode0"
 POD_CIDR = "10.244.0.0/24"
 HOST_IP = "10.244.0.1"  # the host on the Pod network: node name, apiserver, DNS
+POD_RANGE_END = "10.244.0.199"  # .200-.254: addresses tests may give their own probes
 SERVICE_CIDR = "10.97.0.0/16"
 CNI_NETWORK = "osnode"
 GUARD_TABLE = "openshell_node_guard"  # nft table, family inet

@@ -76,15 +76,18 @@ log_level = "info"
 
 
 def cni_config(d):
-    # Routes: the bridge subnet (on-link) and the Service range via the host;
-    # no default route, no masquerade (ipMasq false, isDefaultGateway false).
+    # Routes: the bridge subnet (on-link) and the Service range via the host
+    # (host-local's gateway); no default route, no masquerade. isGateway
+    # false: the bridge already has the host's address (testenv_host), and
+    # with true the plugin turns global net.ipv4.ip_forward on.
     return json.dumps({
         "cniVersion": "1.0.0", "name": host.CNI_NETWORK,
         "plugins": [{
-            "type": "bridge", "bridge": host.BRIDGE, "isGateway": True,
+            "type": "bridge", "bridge": host.BRIDGE, "isGateway": False,
             "isDefaultGateway": False, "ipMasq": False, "hairpinMode": True,
             "ipam": {"type": "host-local", "dataDir": f"{d}/cni/ipam",
-                     "ranges": [[{"subnet": host.POD_CIDR, "gateway": host.HOST_IP}]],
+                     "ranges": [[{"subnet": host.POD_CIDR, "gateway": host.HOST_IP,
+                                  "rangeEnd": host.POD_RANGE_END}]],
                      "routes": [{"dst": host.SERVICE_CIDR}]},
         }],
     }, indent=1)
