@@ -41,7 +41,6 @@ def ns(node):
     """A namespace enforcing PodSecurity restricted, deleted after the test."""
     name = node.client.create_namespace("node", labels=nodelib.RESTRICTED)
     yield name
-    try:
-        node.client.delete(f"/api/v1/namespaces/{name}")
-    except kubelib.ApiError:
-        pass
+    if node.stopped:  # the teardown test took the whole node down
+        return
+    node.client.delete(f"/api/v1/namespaces/{name}")
