@@ -73,16 +73,19 @@ def start_node(timeout=600 * 6):
 # --- Pods -----------------------------------------------------------------
 
 def workload_pod(name, command, runtime_class=None, image=AGENT_IMAGE, labels=None, gate=None,
-                 env=None, token=False):
+                 env=None, token=False, args=None):
     """A Pod shaped like our workload Pod: non-root, no capabilities, no
-    privilege escalation, RuntimeDefault seccomp (passes PodSecurity restricted)."""
+    privilege escalation, RuntimeDefault seccomp (passes PodSecurity restricted).
+    command None keeps the image's entrypoint (args then replace its CMD)."""
     spec = {
         "restartPolicy": "Never", "automountServiceAccountToken": token,
         "terminationGracePeriodSeconds": 1,
         "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
                             "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [{
-            "name": "main", "image": image, "imagePullPolicy": "Never", "command": command,
+            "name": "main", "image": image, "imagePullPolicy": "Never",
+            **({"command": command} if command is not None else {}),
+            **({"args": args} if args is not None else {}),
             "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
             "securityContext": {"allowPrivilegeEscalation": False,
                                 "capabilities": {"drop": ["ALL"]}},
