@@ -216,3 +216,20 @@ def test_control_without_injection_agent_runs():
     finally:
         sup.stop()
     assert rc == 0 and "AGENT-RAN" in out, err
+
+
+def test_agent_reads_its_denials_from_policy_local(supervisors):
+    """From inside a real sandbox, with nothing set up by the agent: a refused
+    HTTPS request, then `curl http://policy.local/v1/denials` through the
+    proxy variables the sandbox sets, which names the refusal (no query)."""
+    script = ("curl -s -o /dev/null -w 'connect=%{http_connect}\\n' "
+              "'https://denied.test/x?key=hidden'; curl -s http://policy.local/v1/denials")
+    sup = supervisors("bt-denials", ["/bin/sh", "-c", script])
+    rc, out, err = sup.wait()
+    assert rc == 0, err
+    assert "connect=403" in out
+    import json
+    doc = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+    d = doc["denials"][0]
+    assert d["host"] == "denied.test" and d["port"] == 443 and d["error"] == "policy_denied"
+    assert d["binary"].endswith("/curl") and "hidden" not in out

@@ -5,6 +5,7 @@
 #ifndef OS_PROXY_INTERNAL_H
 #define OS_PROXY_INTERNAL_H
 
+#include <jansson.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -159,6 +160,7 @@ void conn_step(struct conn *c);
 struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial);
 const struct proxy_config *proxy_cfg(const struct proxy *p);
 struct secret_echo *proxy_echo(const struct proxy *p);
+struct denials *proxy_denials(const struct proxy *p);
 struct loop *proxy_loop(const struct proxy *p);
 /* Re-counts c's buffers in the proxy's budget (after they grew or shrank). */
 void conn_charge(struct conn *c);
@@ -173,6 +175,8 @@ void conn_put_upstream(struct conn *c);
 /* proxy_reply.c: answers to the agent, each with an audit record */
 void reply_error(struct conn *c, int status, const char *error, const char *detail,
 		 const char *reason);
+/* A local answer (policy.local): 200/404/405, no Proxy-Status error. Takes body. */
+void reply_local_json(struct conn *c, int status, json_t *body);
 void reply_policy_denied(struct conn *c, const struct policy_decision *d, const char *method,
 			 const char *path);
 void audit_decision(struct conn *c, const char *event, const char *decision, const char *reason,
@@ -182,6 +186,8 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 enum step_result request_head_step(struct conn *c);
 /* The first of the two caller lookups, when the connection is accepted. */
 void proxy_identify_at_accept(struct conn *c);
+/* proxy_local.c: answers a plain request to http://policy.local/... */
+void proxy_serve_local(struct conn *c, const struct http_request *req);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);

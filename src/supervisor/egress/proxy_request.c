@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "canon.h"
+#include "denials.h"
 #include "hostglob.h"
 #include "inference.h"
 #include "log.h"
@@ -410,7 +411,13 @@ static void handle_http(struct conn *c, const struct http_request *req, size_t c
 		return;
 	}
 	c->mode = MODE_HTTP;
-	if (!take_authority(c, &req->authority) || !judge_connect(c))
+	if (!take_authority(c, &req->authority))
+		return;
+	if (strcmp(c->host, DENIALS_HOST) == 0) {
+		proxy_serve_local(c, req);
+		return;
+	}
+	if (!judge_connect(c))
 		return;
 	/* Keep-alive upstream: reused only for the same host:port (each request
 	 * is still judged above); anything else gets a fresh, checked connection. */

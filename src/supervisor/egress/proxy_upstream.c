@@ -292,6 +292,7 @@ enum step_result tls_connect_step(struct conn *c)
 	char detail[300];
 	snprintf(detail, sizeof detail, "upstream TLS handshake with %s failed: %s", c->host,
 		 v != X509_V_OK ? X509_verify_cert_error_string(v) : tls_last_error());
-	reply_error(c, 502, "upstream_tls", detail, "upstream_tls_failed");
+	reply_error(c, 502, "upstream_tls", detail,
+		    v != X509_V_OK ? "upstream_certificate" : "upstream_tls_failed");
 	return STEP_PROGRESS;
 }
