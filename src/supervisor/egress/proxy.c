@@ -575,6 +575,19 @@ void proxy_policy_changed(struct proxy *p)
 	policy_unref(g);
 }
 
+void proxy_close_secret_tunnels(struct proxy *p)
+{
+	for (struct conn *c = p->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->mode != MODE_TUNNEL || c->state != ST_TUNNEL || !conn_holds_secret(c))
+			continue;
+		audit_decision(c, "connect", "deny", "tunnel_to_secret_holder", NULL, NULL,
+			       "this upstream has received a secret of the sandbox; its bytes "
+			       "cannot be scrubbed in an uninspected tunnel");
+		conn_close(c);
+	}
+}
+
 void proxy_free(struct proxy *p)
 {
 	if (!p)

@@ -161,6 +161,12 @@ struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial);
 const struct proxy_config *proxy_cfg(const struct proxy *p);
 struct secret_echo *proxy_echo(const struct proxy *p);
 struct denials *proxy_denials(const struct proxy *p);
+/* proxy_secret_guard.c: does c lead to an upstream holding a secret (by its
+ * name or its connected address); c has just sent one there. */
+bool conn_holds_secret(const struct conn *c);
+void conn_mark_secret_holder(struct conn *c);
+/* Closes every open L4 tunnel that now leads to a secret holder. */
+void proxy_close_secret_tunnels(struct proxy *p);
 struct loop *proxy_loop(const struct proxy *p);
 /* Re-counts c's buffers in the proxy's budget (after they grew or shrank). */
 void conn_charge(struct conn *c);

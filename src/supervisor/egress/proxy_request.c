@@ -284,8 +284,7 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		/* Toward a credential-bound endpoint, or an upstream that ever
 		 * received a secret, the answer must be readable to be scrubbed
 		 * of secrets: no compression. */
-		if (((c->ep && c->ep->credential_provider) ||
-		     secret_echo_marked(proxy_echo(c->proxy), c->host, c->port)) &&
+		if (((c->ep && c->ep->credential_provider) || conn_holds_secret(c)) &&
 		    str_ieq(h->name.p, h->name.len, "accept-encoding", 15))
 			continue;
 		buf_reset(&val);
@@ -307,7 +306,7 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		}
 		if (r == CRED_OK) {
 			c->injected = true;
-			secret_echo_mark(proxy_echo(c->proxy), c->host, c->port);
+			conn_mark_secret_holder(c);
 		}
 		rc = http_write_header_slice(o, h->name, (struct http_slice){ val.data, val.len },
 					     &err);

@@ -176,8 +176,18 @@ static int start_client_tls(struct conn *c)
 /* The connect finished: what the mode does with the new upstream. */
 static enum step_result upstream_connected(struct conn *c)
 {
+	/* Its bytes could carry a secret back and no one could scrub them. */
+	if (c->mode == MODE_TUNNEL && conn_holds_secret(c)) {
+		reply_error(c, 403, "policy_denied",
+			    "this upstream has received a secret of the sandbox; an uninspected "
+			    "tunnel to it is refused",
+			    "tunnel_to_secret_holder");
+		return STEP_PROGRESS;
+	}
 	audit_decision(c, "connect", "allow", c->mode == MODE_HTTP ? "http_forward" : "allowed",
 		       NULL, NULL, NULL);
+	if (c->inference)
+		conn_mark_secret_holder(c); /* the backend's key goes there */
 	switch (c->mode) {
 	case MODE_TUNNEL:
 		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
