@@ -2,7 +2,7 @@
 # build/      release-ish build with hardening (what `make demo` runs)
 # build-san/  ASan + UBSan build used for unit and parser tests
 # build-fuzz/ clang libFuzzer targets
-.PHONY: all deps build build-san build-fuzz check demo bench fuzz format clean
+.PHONY: all deps build build-san build-fuzz check demo bench fuzz format images clean
 
 all: build
 
@@ -38,6 +38,11 @@ bench: deps build
 
 fuzz: deps build-fuzz
 	@scripts/run-fuzz 300
+
+# OCI image archives under build/images/ (scripts/build-images, docs/images.md):
+# builds only the binaries it packs.
+images: build/build.ninja
+	@scripts/build-images
 
 format:
 	@scripts/format --fix
