@@ -30,6 +30,8 @@ network_policies:
         access: read-only
       - host: ssrf.test
         port: 80
+      - host: metadata.google.internal
+        port: 80
     binaries:
       - {{ path: /usr/bin/curl }}
       - {{ path: /usr/bin/python3* }}
@@ -110,6 +112,18 @@ def test_ssrf_refusal_is_destination_ip_prohibited(proxy):
     status, headers, _ = head_of(
         proxy.raw(b"GET http://ssrf.test/ HTTP/1.1\r\nHost: ssrf.test\r\n\r\n"))
     assert status.startswith("HTTP/1.1 403 Forbidden: ssrf_denied")
+    assert headers["proxy-status"].startswith("openshell; error=destination_ip_prohibited")
+
+
+def test_named_metadata_endpoint_is_ssrf_denied_without_a_dns_query(proxy):
+    """A policy naming metadata.google.internal loads (upstream's SSRF
+    scenarios do) and the request is ssrf_denied, not a DNS error: nothing
+    resolves that name here, so a DNS query would have failed first."""
+    status, headers, body = head_of(proxy.raw(
+        b"GET http://metadata.google.internal/computeMetadata/v1/ HTTP/1.1\r\n"
+        b"Host: metadata.google.internal\r\n\r\n"))
+    assert status == "HTTP/1.1 403 Forbidden: ssrf_denied (ssrf_always_blocked)", status
+    assert json.loads(body)["error"] == "ssrf_denied"
     assert headers["proxy-status"].startswith("openshell; error=destination_ip_prohibited")
 
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "ssrf.h"
 #include "proxy_internal.h"
 
 int conn_add_upstream_watch(struct conn *c, os_error *err);
@@ -88,6 +89,16 @@ void upstream_start(struct conn *c)
 		reply_error(c, 503, "upstream_connection_limit",
 			    "concurrent upstream connection limit of this sandbox reached",
 			    "upstream_connection_limit");
+		return;
+	}
+	/* A policy may name a metadata endpoint (upstream's SSRF scenarios do):
+	 * it is refused as SSRF whatever DNS would say, and no query is sent. */
+	if (!c->up_host[0] && c->ep && c->ep->host && host_is_metadata_name(c->ep->host)) {
+		char detail[320];
+		snprintf(detail, sizeof detail, "%s is a cloud metadata endpoint (always blocked)",
+			 c->host);
+		reply_error(c, 403, "ssrf_denied", detail,
+			    policy_reason_name(POLICY_R_SSRF_ALWAYS_BLOCKED));
 		return;
 	}
 	conn_set_state(c, ST_RESOLVE);
