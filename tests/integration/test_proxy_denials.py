@@ -130,7 +130,7 @@ def test_named_metadata_endpoint_is_ssrf_denied_without_a_dns_query(proxy):
 def test_policy_local_lists_recent_denials_newest_first_without_queries(proxy):
     proxy.curl("https://upstream.test/api/items?token=abc123", "-X", "DELETE")
     proxy.curl("https://upstream.test/allowed?q=1")  # allowed: not a denial
-    status, headers, body = denials(proxy)
+    status, headers, body = denials(proxy, "/v1/denials?last=100")
     assert status == "HTTP/1.1 200 OK" and "proxy-status" not in headers
     listed = json.loads(body)["denials"]
     newest = listed[0]
@@ -143,14 +143,21 @@ def test_policy_local_lists_recent_denials_newest_first_without_queries(proxy):
 
 def test_policy_local_answers_only_get_of_its_one_path(proxy):
     status, _, body = denials(proxy, "/v1/secrets")
-    assert status.startswith("HTTP/1.1 404") and json.loads(body)["error"] == "not_found"
+    assert status.startswith("HTTP/1.1 404") and json.loads(body) == {
+        "error": "not_found", "detail": "policy.local route not found: GET /v1/secrets"}
     status, _, _ = denials(proxy, method="POST")
     assert status.startswith("HTTP/1.1 405")
 
 
-def test_denial_ring_is_bounded(proxy):
-    for i in range(80):
+def test_last_selects_how_many_and_the_ring_is_bounded(proxy):
+    for i in range(120):
         proxy.raw(f"CONNECT flood{i}.test:443 HTTP/1.1\r\nHost: flood{i}.test:443\r\n\r\n".encode())
     doc = json.loads(denials(proxy)[2])
-    assert len(doc["denials"]) == 64 and doc["dropped"] >= 16
-    assert doc["denials"][0]["host"] == "flood79.test"
+    assert len(doc["denials"]) == 10  # upstream's default
+    assert doc["denials"][0]["host"] == "flood119.test"
+    assert doc["dropped"] >= 20  # only the newest 100 are kept
+    doc = json.loads(denials(proxy, "/v1/denials?last=3")[2])
+    assert [d["host"] for d in doc["denials"]] == ["flood119.test", "flood118.test", "flood117.test"]
+    assert len(json.loads(denials(proxy, "/v1/denials?last=99999999999999999999")[2])["denials"]) == 100
+    assert len(json.loads(denials(proxy, "/v1/denials?last=0")[2])["denials"]) == 1
+    assert len(json.loads(denials(proxy, "/v1/denials?x=1&last=abc")[2])["denials"]) == 10

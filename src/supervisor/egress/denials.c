@@ -67,10 +67,12 @@ static void set_str(json_t *o, const char *key, const char *v)
 		json_object_set_new(o, key, json_string(v));
 }
 
-json_t *denials_json(const struct denials *d)
+json_t *denials_json(const struct denials *d, size_t last)
 {
 	json_t *list = json_array();
 	uint64_t n = d->total < DENIALS_KEPT ? d->total : DENIALS_KEPT;
+	if (n > last)
+		n = last;
 	for (uint64_t i = 0; list && i < n; i++) {
 		const struct kept *k = &d->ring[(d->total - 1 - i) % DENIALS_KEPT];
 		json_t *o = json_object();

@@ -10,7 +10,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#define DENIALS_KEPT 64
+#define DENIALS_KEPT 100 /* upstream's most for ?last=N */
+#define DENIALS_DEFAULT_LAST 10 /* upstream's default */
 #define DENIALS_HOST "policy.local"
 
 struct denial {
@@ -30,7 +31,8 @@ struct denials *denials_new(void);
 void denials_free(struct denials *d);
 /* Copies what it keeps (each field cut at a bound); the oldest goes first. */
 void denials_record(struct denials *d, const struct denial *rec);
-/* {"denials":[...newest first...], "dropped": N}; NULL on ENOMEM. */
-json_t *denials_json(const struct denials *d);
+/* {"denials":[...the newest `last`, newest first...], "dropped": N} where N
+ * counts denials no longer kept; NULL on ENOMEM. */
+json_t *denials_json(const struct denials *d, size_t last);
 
 #endif
