@@ -72,7 +72,10 @@ def test_refused_connect_says_why_in_status_line_and_proxy_status(proxy):
     assert status == "HTTP/1.1 403 Forbidden by policy: no_matching_endpoint"
     assert headers["proxy-status"] == \
         'openshell; error=http_request_denied; details="no_matching_endpoint"'
-    assert json.loads(body)["reason"] == "no_matching_endpoint"
+    doc = json.loads(body)
+    assert doc["reason"] == "no_matching_endpoint"
+    assert doc["next_steps"] == [{"action": "inspect_recent_denials", "method": "GET",
+                                  "url": "http://policy.local/v1/denials?last=5"}]
 
 
 def test_python_client_sees_the_reason_of_a_refused_tunnel(proxy):

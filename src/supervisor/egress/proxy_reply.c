@@ -201,6 +201,15 @@ void reply_error(struct conn *c, int status, const char *error, const char *deta
 	send_json(c, status, o, NULL, error, reason);
 }
 
+/* Where an agent reads more (upstream's `next_steps` shape). */
+static void add_next_steps(json_t *o)
+{
+	json_object_set_new(o, "next_steps",
+			    json_pack("[{s:s, s:s, s:s}]", "action", "inspect_recent_denials",
+				      "method", "GET", "url",
+				      "http://" DENIALS_HOST "/v1/denials?last=5"));
+}
+
 void reply_policy_denied(struct conn *c, const struct policy_decision *d, const char *method,
 			 const char *path)
 {
@@ -211,6 +220,7 @@ void reply_policy_denied(struct conn *c, const struct policy_decision *d, const 
 			 c->port);
 		json_t *o = json_pack("{s:s, s:s, s:s}", "error", "policy_denied", "detail", detail,
 				      "reason", reason);
+		add_next_steps(o);
 		audit_decision(c, "connect", "deny", reason, NULL, NULL, d->detail);
 		note_denial(c, "policy_denied", reason, NULL, NULL);
 		send_json(c, 403, o, NULL, "policy_denied", reason);
@@ -221,6 +231,7 @@ void reply_policy_denied(struct conn *c, const struct policy_decision *d, const 
 			      "policy_denied", "policy", policy, "rule", d->rule, "method", method,
 			      "path", path ? path : "", "host", c->host, "port", (int)c->port,
 			      "binary", caller_binary(c) ? caller_binary(c) : "", "reason", reason);
+	add_next_steps(o);
 	audit_decision(c, "http", "deny", reason, method, path, d->detail);
 	note_denial(c, "policy_denied", reason, method, path);
 	send_json(c, 403, o, policy[0] ? policy : NULL, "policy_denied", reason);
