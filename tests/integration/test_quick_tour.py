@@ -55,8 +55,10 @@ def test_example_policy_runs_without_a_sandbox_account(tour):
     out = r.stdout + r.stderr
     assert "65533\n65533\n" in r.stdout, out
     assert "no `sandbox` user or group" in out and "useradd -r -U sandbox" in out
-    # Not in the policy: the proxy's 403 answer, the agent did run confined.
-    assert '"policy_denied"' in r.stdout, out
+    # Not in the policy: the proxy's 403 answer, the agent did run confined;
+    # a plain-HTTP request is not called a CONNECT.
+    assert '"plain HTTP to example.com:80 not permitted by policy"' in r.stdout, out
+    assert gw.sandbox("tour")["phase"] == "Succeeded"
 
 
 def test_the_hosts_sandbox_account_is_used_when_there_is_one(tour):
