@@ -110,6 +110,8 @@ void lifecycle_tick(struct gateway *gw);
 void lifecycle_drive_one(struct gateway *gw, const char *id);
 /* True while the sandbox's supervisor runs (log followers stop after it). */
 bool lifecycle_running(struct gateway *gw, const char *id);
+/* Stopped, Error, or the agent's own end: Succeeded (exit 0) / Failed. */
+bool lifecycle_phase_ended(const char *phase);
 /* Material (policy, credentials, inference, token) handed to the driver. */
 int lifecycle_configure(struct gateway *gw, json_t *row, const char *policy_yaml, const char *token,
 			os_error *err);

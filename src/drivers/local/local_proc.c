@@ -80,8 +80,12 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 	siginfo_t si = { 0 };
 	while (waitid(P_PID, (id_t)sup, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 		;
-	int code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
-	snprintf(line, sizeof(line), "%d\n", code);
+	/* "CODE" for an exit, "signal N" for a kill: a killed supervisor is not
+	 * an agent that exited with 128+N. */
+	if (si.si_code == CLD_EXITED)
+		snprintf(line, sizeof(line), "%d\n", si.si_status);
+	else
+		snprintf(line, sizeof(line), "signal %d\n", si.si_status);
 	write_small(dir, "exit", line, NULL);
 	while (waitpid(sup, NULL, 0) < 0 && errno == EINTR)
 		;
@@ -200,7 +204,7 @@ int local_proc_signal(const struct local_pid *p, int sig, os_error *err)
 	return 0;
 }
 
-int local_proc_exit_code(const char *dir, int *code)
+int local_proc_exit_code(const char *dir, int *code, int *signo)
 {
 	char path[4096];
 	_cleanup_free_ char *data = NULL;
@@ -211,8 +215,13 @@ int local_proc_exit_code(const char *dir, int *code)
 		return 0;
 	while (len > 0 && data[len - 1] == '\n')
 		data[--len] = '\0';
-	if (parse_u64(data, len, 0, 255, &v, NULL) < 0)
+	static const char killed[] = "signal ";
+	bool by_signal = len > strlen(killed) && !strncmp(data, killed, strlen(killed));
+	size_t skip = by_signal ? strlen(killed) : 0;
+	if (parse_u64(data + skip, len - skip, by_signal ? 1 : 0, by_signal ? 64 : 255, &v, NULL) <
+	    0)
 		return 0;
-	*code = (int)v;
+	*signo = by_signal ? (int)v : 0;
+	*code = by_signal ? 128 + (int)v : (int)v; /* the shell's convention */
 	return 1;
 }

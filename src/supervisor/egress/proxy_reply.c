@@ -214,10 +214,11 @@ void reply_policy_denied(struct conn *c, const struct policy_decision *d, const 
 			 const char *path)
 {
 	const char *reason = policy_reason_name(d->reason);
-	if (!method) { /* L4: the CONNECT itself */
+	if (!method) { /* L4: the CONNECT itself, or a plain-HTTP request's host:port */
 		char detail[400];
-		snprintf(detail, sizeof detail, "CONNECT %s:%u not permitted by policy", c->host,
-			 c->port);
+		bool plain = c->mode == MODE_HTTP;
+		snprintf(detail, sizeof detail, "%s %s:%u not permitted by policy",
+			 plain ? "plain HTTP to" : "CONNECT", c->host, c->port);
 		json_t *o = json_pack("{s:s, s:s, s:s}", "error", "policy_denied", "detail", detail,
 				      "reason", reason);
 		add_next_steps(o);
