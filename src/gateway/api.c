@@ -54,6 +54,12 @@ void api_fail(struct api_response *resp, const os_error *err)
 	case ENOTSUP:
 		api_error(resp, 422, "unsupported", "%s", err->msg);
 		return;
+	case ENOSPC:
+	case EDQUOT:
+		api_error(resp, 507, "insufficient_storage",
+			  "%s (the gateway's state directory is full: free space there and retry)",
+			  err->msg);
+		return;
 	default:
 		api_error(resp, 500, "internal", "%s", err->msg);
 		return;

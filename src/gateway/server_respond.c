@@ -55,6 +55,8 @@ static const char *reason(int status)
 		return "Request Header Fields Too Large";
 	case 503:
 		return "Service Unavailable";
+	case 507:
+		return "Insufficient Storage";
 	default:
 		return status < 500 ? "Client Error" : "Server Error";
 	}
