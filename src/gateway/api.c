@@ -179,6 +179,7 @@ void api_handle(struct gateway *gw, const struct api_request *req, struct api_re
 	int who = authenticate(gw, req, &caller, resp);
 	if (who < 0)
 		return;
+	resp->authenticated = true;
 	if (supervisor) {
 		if (who != 0) {
 			api_error(resp, 403, "forbidden",

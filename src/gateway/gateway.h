@@ -79,6 +79,7 @@ struct api_response {
 	 * (exec_park), or the relay's connection joins its client (exec_attach). */
 	bool exec_park, exec_attach;
 	bool watch; /* a sandbox watch stream (watch.c); stream_sandbox = name filter */
+	bool authenticated; /* a valid admin or sandbox token came with it */
 	char exec_id[EXEC_ID_HEX + 1];
 	char exec_sandbox[64];
 };
