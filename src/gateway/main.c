@@ -240,6 +240,7 @@ int main(int argc, char **argv)
 	if (gw.driver)
 		gw.driver->ops->free(gw.driver);
 	store_close(gw.store);
+	storage_faults_free(&gw);
 	config_free(cfg);
 	return code;
 }

@@ -5,11 +5,12 @@ providers, JSON output, and auto-starting a gateway when none runs."""
 
 import json
 import os
+import tempfile
 
 import pytest
 
 from tests.lib import build
-from tests.lib.gateway_util import Gateway, supervisors_for, wait_for
+from tests.lib.gateway_util import Gateway, remove_tree, supervisors_for, wait_for
 
 pytestmark = build.needs("openshell", "openshell-gateway", "openshell-supervisor")
 
@@ -202,3 +203,26 @@ def test_agent_works_in_its_workspace_and_it_persists(gw, tmp_path):
     r = gw.cli("sandbox", "create", "--name", "ws2", "--policy", pol, "--", "/bin/sh", "-c",
                "echo x > /etc/should-not-exist")
     assert r.returncode != 0 and not os.path.exists("/etc/should-not-exist")
+
+
+def test_state_directory_under_tmp_still_binds_the_workspace(tmp_path):
+    """The agent gets a private /tmp; a gateway state directory under the
+    host's /tmp (mktemp -d, as first-time users and tests do) must still
+    give it its workspace on /sandbox."""
+    state = tempfile.mkdtemp(prefix="osgw-", dir="/tmp")
+    g = Gateway(state_dir=state)
+    try:
+        g.start()
+        pol = write(tmp_path, "ws.yaml", WORKSPACE_POLICY)
+        r = g.cli("sandbox", "create", "--name", "intmp", "--policy", pol, "--", "/bin/sh",
+                  "-c", 'echo "cwd=$(pwd)"; echo from-agent > note.txt; ls -a /tmp')
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert "cwd=/sandbox" in r.stdout, r.stdout
+        sid = g.sandbox("intmp")["id"]
+        with open(os.path.join(g.sandbox_dir(sid), "workspace", "note.txt")) as f:
+            assert f.read() == "from-agent\n"
+        # Its /tmp is still its own: the host's state directory is not in it.
+        assert os.path.basename(state) not in r.stdout, r.stdout
+    finally:
+        g.cleanup()
+        remove_tree(state)

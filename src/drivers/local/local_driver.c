@@ -214,6 +214,12 @@ static int spawn(struct local_driver *ld, json_t *record, os_error *err)
 	size_t n = 0, i;
 	json_t *a;
 	_cleanup_json_ json_t *strs = json_array();
+	/* Such a supervisor would only fail on its missing --policy flag. */
+	if (ld->caps.policy && !local_file_exists(ld->state_dir, id, "policy.yaml"))
+		return os_error_set(err, ENOENT,
+				    "sandbox %s has no policy.yaml in its state directory: the "
+				    "gateway never wrote it",
+				    id);
 	if (base_args(ld, id, argv, &n, bufs, port, err) < 0 ||
 	    add_uid_args(record, argv, &n, uid, err) < 0 ||
 	    add_session_args(ld, id, argv, &n, bufs[7], bufs[8], err) < 0 ||

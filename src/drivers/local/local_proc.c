@@ -68,8 +68,17 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 	unsigned long long start = procfs_stat_read(sup, &pst, NULL) == 0 ? pst.start_time : 0;
 	char line[96];
 	snprintf(line, sizeof(line), "%d %llu %llu\n", (int)sup, start, (unsigned long long)mark);
-	if (write_small(dir, "supervisor.pid", line, NULL) < 0)
-		kill(sup, SIGKILL); /* unrecorded, it would be an orphan nobody can stop */
+	if (write_small(dir, "supervisor.pid", line, NULL) < 0) {
+		/* Unrecorded, it would be an orphan nobody can stop; the driver
+		 * learns why ("E errno"), e.g. a full disk it can wait out. */
+		int saved = errno;
+		kill(sup, SIGKILL);
+		snprintf(line, sizeof(line), "E %d\n", saved);
+		(void)!write(report_fd, line, strlen(line));
+		while (waitpid(sup, NULL, 0) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
 	(void)!write(report_fd, line, strlen(line));
 	close(report_fd);
 	/* WNOWAIT: the supervisor stays a zombie until "exit" is written, so
@@ -86,7 +95,13 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 		snprintf(line, sizeof(line), "%d\n", si.si_status);
 	else
 		snprintf(line, sizeof(line), "signal %d\n", si.si_status);
-	write_small(dir, "exit", line, NULL);
+	/* A full disk is waited out: without this file the sandbox would read
+	 * as lost instead of exited with its code (it stays "recording its exit
+	 * status" meanwhile, the supervisor a zombie). */
+	os_error werr = { 0 };
+	while (write_small(dir, "exit", line, &werr) < 0 &&
+	       (werr.code == ENOSPC || werr.code == EDQUOT))
+		sleep(1);
 	while (waitpid(sup, NULL, 0) < 0 && errno == EINTR)
 		;
 	_exit(0);
@@ -136,6 +151,11 @@ static int wait_report(int fd, struct local_pid *out, os_error *err)
 	line[have] = '\0';
 	if (!memchr(line, '\n', have))
 		return os_error_set(err, EIO, "the monitor died before starting the supervisor");
+	uint64_t code = 0;
+	if (line[0] == 'E' &&
+	    parse_u64(line + 2, strcspn(line + 2, "\n"), 1, 4095, &code, NULL) == 0)
+		return os_error_set(err, (int)code, "recording the supervisor's pid: %s",
+				    strerror((int)code));
 	return parse_pid_line(line, out, err);
 }
 
