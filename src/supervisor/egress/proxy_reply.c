@@ -21,6 +21,8 @@ static const char *status_reason(int status)
 		return "Method Not Allowed";
 	case 408:
 		return "Request Timeout";
+	case 411:
+		return "Length Required";
 	case 413:
 		return "Content Too Large";
 	case 414:
@@ -71,7 +73,7 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 }
 
 /* Queues a complete answer and switches to closing once it is flushed. */
-static void send_json(struct conn *c, int status, json_t *body, const char *policy_header)
+void reply_json(struct conn *c, int status, json_t *body, const char *policy_header)
 {
 	char *text = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(body);
@@ -100,7 +102,7 @@ void reply_error(struct conn *c, int status, const char *error, const char *deta
 		json_object_set_new(o, "reason", json_string(reason));
 	audit_decision(c, c->mode == MODE_MITM || c->mode == MODE_HTTP ? "http" : "connect", "deny",
 		       reason ? reason : error, NULL, NULL, detail);
-	send_json(c, status, o, NULL);
+	reply_json(c, status, o, NULL);
 }
 
 void reply_policy_denied(struct conn *c, const struct policy_decision *d, const char *method,
@@ -114,7 +116,7 @@ void reply_policy_denied(struct conn *c, const struct policy_decision *d, const 
 		json_t *o = json_pack("{s:s, s:s, s:s}", "error", "policy_denied", "detail", detail,
 				      "reason", reason);
 		audit_decision(c, "connect", "deny", reason, NULL, NULL, d->detail);
-		send_json(c, 403, o, NULL);
+		reply_json(c, 403, o, NULL);
 		return;
 	}
 	const char *policy = d->policy ? d->policy : c->policy_name;
@@ -123,5 +125,5 @@ void reply_policy_denied(struct conn *c, const struct policy_decision *d, const 
 			      "path", path ? path : "", "host", c->host, "port", (int)c->port,
 			      "binary", caller_binary(c) ? caller_binary(c) : "", "reason", reason);
 	audit_decision(c, "http", "deny", reason, method, path, d->detail);
-	send_json(c, 403, o, policy[0] ? policy : NULL);
+	reply_json(c, 403, o, policy[0] ? policy : NULL);
 }
