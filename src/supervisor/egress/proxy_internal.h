@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #include "buf.h"
 #include "http.h"
 #include "egress_proxy.h"
@@ -179,6 +181,8 @@ bool conn_take_upstream(struct conn *c);
 void conn_put_upstream(struct conn *c);
 
 /* proxy_reply.c: answers to the agent, each with an audit record */
+/* Queues a complete JSON answer (body is consumed) and closes after it. */
+void reply_json(struct conn *c, int status, json_t *body, const char *policy_header);
 void reply_error(struct conn *c, int status, const char *error, const char *detail,
 		 const char *reason);
 /* A local answer (policy.local): 200/404/405, no Proxy-Status error. Takes body. */
@@ -194,6 +198,12 @@ enum step_result request_head_step(struct conn *c);
 void proxy_identify_at_accept(struct conn *c);
 /* proxy_local.c: answers a plain request to http://policy.local/... */
 void proxy_serve_local(struct conn *c, const struct http_request *req);
+
+/* proxy_rpc.c: json-rpc / mcp endpoints; RPC_WAIT: the body is not all
+ * here yet (the head is parsed again when more bytes arrive). */
+enum rpc_step { RPC_FORWARD, RPC_WAIT, RPC_ANSWERED };
+enum rpc_step proxy_judge_rpc(struct conn *c, const struct http_request *req, const char *method,
+			      const char *path, size_t consumed);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);

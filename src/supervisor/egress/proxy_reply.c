@@ -25,6 +25,8 @@ static const char *status_reason(int status)
 		return "Method Not Allowed";
 	case 408:
 		return "Request Timeout";
+	case 411:
+		return "Length Required";
 	case 413:
 		return "Content Too Large";
 	case 414:
@@ -187,6 +189,15 @@ static void note_denial(struct conn *c, const char *error, const char *reason, c
 void reply_local_json(struct conn *c, int status, json_t *body)
 {
 	send_json(c, status, body, NULL, NULL, NULL);
+}
+
+/* A protocol-shaped refusal (JSON-RPC error objects): the caller wrote the
+ * audit record; the agent still sees why and policy.local lists it. */
+void reply_json(struct conn *c, int status, json_t *body, const char *policy_header)
+{
+	const char *error = status == 403 ? "policy_denied" : "bad_request";
+	note_denial(c, error, NULL, NULL, NULL);
+	send_json(c, status, body, policy_header, error, NULL);
 }
 
 void reply_error(struct conn *c, int status, const char *error, const char *detail,

@@ -179,7 +179,7 @@ static bool judge_connect(struct conn *c)
 static bool endpoint_needs_tls(const struct policy_endpoint *ep)
 {
 	return ep->tls != POLICY_TLS_SKIP &&
-	       (ep->protocol == POLICY_PROTO_REST || ep->credential_provider);
+	       (policy_protocol_inspected(ep->protocol) || ep->credential_provider);
 }
 
 static void handle_connect(struct conn *c, const struct http_request *req, size_t consumed)
@@ -355,6 +355,9 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	}
 	if (!proxy_judge_shape(c, req, method, raw, logged, &d))
 		return;
+	enum rpc_step rs = proxy_judge_rpc(c, req, method, logged, consumed);
+	if (rs != RPC_FORWARD)
+		return; /* answered, or waiting for the rest of the body */
 	audit_decision(c, "http", d.verdict == POLICY_AUDIT ? "audit" : "allow",
 		       policy_reason_name(d.reason), method, logged, NULL);
 	c->req_is_head = strcmp(method, "HEAD") == 0;
