@@ -1,9 +1,9 @@
-# supervisor.sh - openshell/supervisor: openshell-supervisor as a
-# self-contained bundle under /opt/openshell (bin/ and lib/: its loader and
-# libraries pinned there), the static openshell-sandbox beside it, a CA
-# bundle, and cp for the init containers that copy the bundle into workload
-# Pods (src/drivers/kubernetes/k8s_render.c; docs/kubernetes.md). Sourced by
-# scripts/build-images.
+# supervisor.sh - openshell/supervisor: a self-contained bundle under
+# /opt/openshell (bin/: openshell-supervisor and the static openshell-sandbox;
+# lib/: the supervisor's loader and libraries, pinned by its interpreter and
+# RPATH; etc/: its CA bundle) and cp for the init containers that copy the
+# bundle into workload Pods (src/drivers/kubernetes/k8s_render.c,
+# docs/kubernetes.md). Sourced by scripts/build-images.
 IMAGE_DESCRIPTION="OpenShell supervisor (policy authority) and sandbox launcher"
 # Not root: the dedicated supervisor Pod runs it as 65532 (K8S_SUPERVISOR_UID)
 # with no capability. The combined topology's root supervisor runs from the
@@ -26,7 +26,9 @@ stage() {
 	# static, and no shell beside it.
 	require_static /bin/busybox
 	put_file /bin/busybox usr/bin/cp 0755
-	put_ca
+	# Inside the bundle: the combined Pod's supervisor trusts it for
+	# upstream TLS (--upstream-ca) whatever the workload image holds.
+	put_ca opt/openshell/etc/ssl/ca-certificates.crt
 	put_accounts nonroot 65532 /var/lib/openshell /sbin/nologin
 	put_text etc/nsswitch.conf 0644 <<<'hosts: files dns'
 	put_dir tmp 1777
