@@ -17,7 +17,7 @@
 #include "store.h"
 
 #define GW_BODY_MAX (1u << 20) /* request bodies: more is a 413 */
-#define GW_VERSION "0.1.0"
+#define GW_VERSION OPENSHELL_VERSION /* meson.build project version */
 #define EXEC_ID_HEX 32 /* exec ids: 16 random bytes as hex */
 #define EXEC_ATTACH_MS 10000 /* how long a client waits for the relay */
 

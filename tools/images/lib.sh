@@ -100,11 +100,18 @@ put_bundle() {
 		"$R/$dir/bin/$(basename "$elf")" || die "patchelf on the bundled $(basename "$elf") failed"
 }
 
-# put_ca: Debian's CA bundle where OpenSSL (default file: OPENSSLDIR
-# /usr/lib/ssl/cert.pem) and the supervisor look for the system trust.
+# put_ca [PATH]: Debian's CA bundle where OpenSSL (default file: OPENSSLDIR
+# /usr/lib/ssl/cert.pem) and the supervisor look for the system trust; with
+# PATH, the file itself lives there and the usual names link to it.
 put_ca() {
-	put_file /etc/ssl/certs/ca-certificates.crt etc/ssl/certs/ca-certificates.crt 0644
-	put_symlink /etc/ssl/certs/ca-certificates.crt usr/lib/ssl/cert.pem
+	local ca=/etc/ssl/certs/ca-certificates.crt
+	if [ $# -gt 0 ]; then
+		put_file "$ca" "$1" 0644
+		put_symlink "/$1" "${ca#/}"
+	else
+		put_file "$ca" "${ca#/}" 0644
+	fi
+	put_symlink "$ca" usr/lib/ssl/cert.pem
 }
 
 # put_accounts NAME UID HOME SHELL: /etc/passwd and /etc/group with root,
