@@ -174,8 +174,9 @@ static int exit_of(const json_t *row)
 
 static int create(struct cli *cli, int argc, char **argv)
 {
-	static const char *const settled[] = { "Ready", "Error", "Stopped", NULL };
-	static const char *const over[] = { "Error", "Stopped", NULL };
+	static const char *const settled[] = { "Ready",	    "Error",  "Stopped",
+					       "Succeeded", "Failed", NULL };
+	static const char *const over[] = { "Error", "Stopped", "Succeeded", "Failed", NULL };
 	_cleanup_json_ json_t *body = json_object(), *made = NULL, *row = NULL, *end = NULL;
 	bool detach = false;
 	long status = 0;
@@ -237,7 +238,7 @@ static int simple(struct cli *cli, const char *method, const char *name, const c
 		return CLI_OK;
 	}
 	print_sandbox(cli, row);
-	return phase_in(row, (const char *const[]){ "Error", NULL }) ? CLI_FAIL : CLI_OK;
+	return phase_in(row, (const char *const[]){ "Error", "Failed", NULL }) ? CLI_FAIL : CLI_OK;
 }
 
 /* `sandbox get NAME`: the sandbox, then its backend objects as the driver
@@ -322,8 +323,9 @@ static int watch(struct cli *cli)
 
 int cmd_sandbox(struct cli *cli, int argc, char **argv)
 {
-	static const char *const ready[] = { "Ready", "Error", "Stopped", NULL };
-	static const char *const stopped[] = { "Stopped", "Error", NULL };
+	static const char *const ready[] = { "Ready",	  "Error",  "Stopped",
+					     "Succeeded", "Failed", NULL };
+	static const char *const stopped[] = { "Stopped", "Error", "Succeeded", "Failed", NULL };
 	const char *sub = argc > 0 ? argv[0] : "";
 	long status = 0;
 	if (!strcmp(sub, "create"))
