@@ -136,7 +136,7 @@ def wait_phase(client, ns, name, phases=("Succeeded",), timeout=180):
 
 def logs(client, ns, name):
     try:
-        return client.request("GET", f"/api/v1/namespaces/{ns}/pods/{name}/log").get("message", "")
+        return client.text(f"/api/v1/namespaces/{ns}/pods/{name}/log")
     except kubelib.ApiError as e:
         return f"<no log: {e}>"
 

@@ -1,7 +1,7 @@
 """Service names resolve in Pods (CoreDNS, cluster.local) and route through
 kube-proxy, and Pods reach the apiserver through the `kubernetes` Service
 with their ServiceAccount token, as a workload on a real cluster does."""
-import ssl, urllib.request, json
+import json, ssl, urllib.request
 
 from tests.lib import nodelib
 from tests.lib.nodelib import sh, workload_pod
@@ -58,46 +58,3 @@ def test_pod_reaches_apiserver_through_kubernetes_service_with_its_token(node, n
         who = json.load(r)["status"]["userInfo"]["username"]
     assert who == f"system:serviceaccount:{ns}:default"
 
-
-def test_gateway_image_in_cluster_reads_the_api_with_its_serviceaccount(node, ns):
-    """The gateway's own Kubernetes client, in a Pod, with in-cluster
-    credentials only (KUBERNETES_SERVICE_HOST = the kubernetes Service, the
-    projected token and CA): `--check-config` makes read-only GETs of the
-    namespace and the RuntimeClass over TLS and reports what it found."""
-    c = node.client
-    role = f"node-test-reader-{ns}"
-    c.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": role},
-        "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
-                  {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": ["get"]}]})
-    c.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": role},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": ns}]})
-    try:
-        c.post(f"/api/v1/namespaces/{ns}/configmaps", {
-            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gw"},
-            "data": {"gateway.toml": (
-                '[openshell.gateway]\ndefault_driver = "kubernetes"\n\n'
-                "[openshell.drivers.kubernetes]\n"
-                f'namespace = "{ns}"\ntopology = "dedicated-supervisor"\n'
-                'supervisor_image = "openshell/supervisor:dev"\n'
-                'default_image = "openshell/test-agent:dev"\n'
-                'default_runtime_class_name = "gvisor"\n')}})
-        pod = workload_pod("gw-check", None, image="openshell/gateway:dev", token=True,
-                           args=["--check-config", "/etc/openshell/gateway.toml"])
-        pod["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "gw"}}]
-        pod["spec"]["containers"][0]["volumeMounts"] = [
-            {"name": "cfg", "mountPath": "/etc/openshell", "readOnly": True}]
-        out = nodelib.run_to_completion(c, ns, pod)
-        report = json.loads(next(l for l in out.splitlines() if l.startswith("{")))
-        svc_ip = c.get("/api/v1/namespaces/default/services/kubernetes")["spec"]["clusterIP"]
-        k = report["kubernetes"]
-        assert report["ok"] is True, out
-        assert svc_ip in k["server"], out  # in-cluster: through the Service
-        assert k["namespace_exists"] is True, out
-        assert [(r["name"], r["available"]) for r in k["runtime_classes"]] == [("gvisor", True)], out
-    finally:
-        c.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}")
-        c.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}")

@@ -32,7 +32,10 @@ def test_down_leaves_the_host_as_it_was(node, ns):
 
     assert nodelib.node_processes(node.dir) == []
     assert not os.path.exists(node.dir)
-    assert added(before["links"], after["links"]) == []
+    # Links: ours only (the bridge, the CNI's veth<hex> ports, the containment
+    # probes'): other tests on a shared machine add their own in the host netns.
+    assert [l for l in added(before["links"], after["links"])
+            if l.startswith(("osnode", "veth", "osp"))] == []
     assert added(before["netns"], after["netns"]) == []
     assert [m for m in added(before["mounts"], after["mounts"])] == []
     assert added(before["cgroups"], after["cgroups"]) == []

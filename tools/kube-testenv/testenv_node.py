@@ -20,7 +20,7 @@ def write(path, text):
         f.write(text)
 
 
-def containerd_config(d, bindir):
+def containerd_config(d):
     # netns_mounts_under_state_dir keeps Pod netns mounts in d (not
     # /var/run/netns); restrict_oom_score_adj because nothing here may lower
     # an oom_score_adj (no CAP_SYS_RESOURCE); the opt plugin would create
@@ -155,7 +155,7 @@ def corefile(d, ready_port, health_port):
 def write_configs(d, bindir, ports):
     for sub in ("containerd", "cni/net.d", "cni/ipam", "runsc-logs", "kubelet", "pod-logs", "runc"):
         os.makedirs(f"{d}/{sub}", exist_ok=True)
-    write(f"{d}/containerd.toml", containerd_config(d, bindir))
+    write(f"{d}/containerd.toml", containerd_config(d))
     write(f"{d}/runsc.toml", runsc_config(d, bindir))
     write(f"{d}/cni/net.d/10-{host.CNI_NETWORK}.conflist", cni_config(d))
     write(f"{d}/kubelet.json", kubelet_config(d, ports["kubelet"], ports["kubelet_healthz"]))
@@ -190,7 +190,7 @@ def commands(d, bindir, ports):
 
 def daemon_env(bindir):
     # containerd finds its shims, and the shims runsc/runc, on PATH.
-    return {"PATH": f"{bindir}:{SYSTEM_PATH}", "HOME": "/root", "XDG_RUNTIME_DIR": ""}
+    return {"PATH": f"{bindir}:{SYSTEM_PATH}", "HOME": "/root"}
 
 
 def ours(pid, d):
