@@ -159,10 +159,19 @@ def try_rmdir(path, log):
         log(f"down: cannot remove {path}: {e}")
 
 
-def cgroup_pids(top):
-    """Pids in the kubepods trees of every hierarchy (Pod containers, gVisor sandboxes)."""
+def names_dir(pid, d):
+    """True if pid is alive and its command line names directory d (pids get reused)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return d.encode() in f.read()
+    except OSError:
+        return False
+
+
+def cgroup_pids(top, hierarchies):
+    """Pids in the cgroup tree top of the given hierarchies (Pod containers, gVisor sandboxes)."""
     pids = set()
-    for c in os.listdir("/sys/fs/cgroup"):
+    for c in hierarchies:
         base = f"/sys/fs/cgroup/{c}/{top}"
         for root, _, files in os.walk(base):
             if "cgroup.procs" in files:

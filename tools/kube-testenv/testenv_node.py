@@ -193,26 +193,20 @@ def daemon_env(bindir):
     return {"PATH": f"{bindir}:{SYSTEM_PATH}", "HOME": "/root"}
 
 
-def ours(pid, d):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return d.encode() in f.read()
-    except OSError:
-        return False
-
-
-def leftover_pids(d):
+def leftover_pids(d, before):
     """Processes of this node outside its process group: the shims (their
     -address names our containerd socket), runsc sandboxes and gofers (their
-    --root is in d), and every process in a kubepods cgroup."""
-    pids = {int(e) for e in os.listdir("/proc") if e.isdigit() and ours(int(e), d)}
-    return (pids | host.cgroup_pids("kubepods")) - {os.getpid()}
+    --root is in d), and every process in the kubepods cgroups this node's
+    kubelet created (never in a tree that existed before `up`)."""
+    pids = {int(e) for e in os.listdir("/proc") if e.isdigit() and host.names_dir(int(e), d)}
+    ours = set(host.kubepods_cgroups()) - set(before["kubepods"])
+    return (pids | host.cgroup_pids("kubepods", ours)) - {os.getpid()}
 
 
-def kill_leftovers(d, log, timeout=20):
+def kill_leftovers(d, before, log, timeout=20):
     deadline = time.monotonic() + timeout
     while True:
-        pids = leftover_pids(d)
+        pids = leftover_pids(d, before)
         if not pids:
             return
         if time.monotonic() > deadline:
@@ -228,7 +222,6 @@ def kill_leftovers(d, log, timeout=20):
 
 def unmount_under(d, log):
     """Lazy-unmount every mount below d (rootfs overlays, shm, netns, volumes), deepest first."""
-
     for _ in range(5):
         with open("/proc/self/mountinfo") as f:
             points = [l.split()[4] for l in f]
