@@ -63,8 +63,8 @@ def test_workload_shaped_pod_runs_on_runc_and_gvisor_in_restricted_namespace(nod
         assert int(fields["CapEff"], 16) == 0, log  # every capability dropped
         assert fields["NoNewPrivs"] == "1", log  # allowPrivilegeEscalation: false
         if rc is None:
-            # RuntimeDefault applied by runc as a filter; inside gVisor the
-            # filter runs in the sandbox (oci-seccomp) and its /proc shows none.
+            # runc's kernel reports the filter; gVisor's /proc does not
+            # (test_runtime_default_seccomp_... shows it applies there too).
             assert fields["Seccomp"] == "2", log
 
 
@@ -100,3 +100,24 @@ def test_runtimeclass_without_handler_fails_sandbox_creation(node, ns):
         assert not p["status"].get("containerStatuses", [{}])[0].get("state", {}).get("running")
     finally:
         c.delete(f"/apis/node.k8s.io/v1/runtimeclasses/missing-{ns}")
+
+
+def test_runtime_default_seccomp_applies_on_runc_and_inside_gvisor(node):
+    """RuntimeDefault refuses unshare(CLONE_NEWUSER) without CAP_SYS_ADMIN, on
+    runc and inside gVisor (runsc oci-seccomp); the same Pod Unconfined
+    creates the user namespace (the control: it is the profile, not the
+    runtime, that refuses). Unconfined needs a namespace PodSecurity allows it in."""
+    c = node.client
+    ns = c.create_namespace("node-seccomp", labels={"pod-security.kubernetes.io/enforce": "privileged"})
+    try:
+        cmd = sh("/bin/busybox unshare -U -r /bin/busybox id -u; echo rc=$?")
+        for rc in (None, "gvisor"):
+            for profile, want in (("RuntimeDefault", "rc=1"), ("Unconfined", "rc=0")):
+                p = workload_pod(f"{rc or 'runc'}-{profile.lower()}", cmd, runtime_class=rc)
+                p["spec"]["securityContext"]["seccompProfile"] = {"type": profile}
+                out = nodelib.run_to_completion(c, ns, p)
+                assert want in out, (rc, profile, out)
+                if profile == "RuntimeDefault":
+                    assert "Operation not permitted" in out, out
+    finally:
+        c.delete(f"/api/v1/namespaces/{ns}")
