@@ -2,7 +2,7 @@
 # blob re-hashed, media types, diff_ids, refs), readable and copyable by the
 # real skopeo, identical across two builds of one checkout, and with the
 # image configuration each component needs (user, entrypoint, labels).
-import datetime, io, json, os, re, shutil, subprocess, tarfile
+import datetime, io, json, os, re, shutil, subprocess, tarfile, tempfile
 
 import pytest
 
@@ -30,7 +30,7 @@ def test_archive_is_an_oci_layout_with_both_tags(built, name):
     got = {i["digest"] for i in lay["images"].values()}
     assert got == {digests[f"openshell-{name}.tar"]}, "both tags name the reported manifest"
     # Readers that stream the archive find the layout files first.
-    assert lay["members"][:2] == ["oci-layout", "index.json"]
+    assert lay["members"][:3] == ["oci-layout", "index.json", "manifest.json"]
     # Layers: sorted names, the commit time on every entry, fixed owners.
     when = int(os.environ.get("SOURCE_DATE_EPOCH") or commit_time())
     user = lay["images"][iu.refs(name)[1]]["config"]["config"]["User"]
@@ -83,6 +83,28 @@ def test_skopeo_inspects_and_copies_each_tag(built, scratch, name):
         copied = json.load(f)["manifests"][0]["digest"]
     assert copied == digests[f"openshell-{name}.tar"], "skopeo copy kept the manifest byte for byte"
     shutil.rmtree(dest)
+
+
+@pytest.mark.parametrize("name", iu.NAMES)
+def test_podman_loads_both_tags(built, scratch, name):
+    iu.require_tools("podman")
+    # Its own store, never the machine's; podman wants a short runroot path.
+    store = tempfile.mkdtemp(prefix="openshell-images-pm", dir="/tmp")
+    podman = ["podman", "--root", f"{store}/root", "--runroot", f"{store}/run", "--storage-driver", "vfs",
+              "--events-backend", "none", "--cgroup-manager", "cgroupfs"]
+    archive = os.path.join(built[0], f"openshell-{name}.tar")
+    try:
+        r = subprocess.run([*podman, "load", "-i", archive], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run([*podman, "images", "--format", "json"], capture_output=True, text=True,
+                           timeout=60, check=True)
+        loaded = json.loads(r.stdout)
+        # One image (podman's id is the config digest) under both names.
+        config = iu.read_layout(archive)["images"][iu.refs(name)[1]]["manifest"]["config"]["digest"]
+        assert {i["Id"] for i in loaded} == {config.split(":")[1]}, loaded
+        assert {n for i in loaded for n in i["Names"]} == set(iu.refs(name)), loaded
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
 
 
 def test_two_builds_of_one_checkout_are_identical(built, rebuilt):

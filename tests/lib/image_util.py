@@ -20,9 +20,9 @@ MT_CONFIG = "application/vnd.oci.image.config.v1+json"
 MT_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
 
 
-def require_tools():
+def require_tools(*extra):
     """Skip (fail under CI=true) when a tool this layer drives is missing."""
-    gone = [t for t in TOOLS if not shutil.which(t)]
+    gone = [t for t in TOOLS + extra if not shutil.which(t)]
     why = None
     if gone:
         why = f"missing tools: {', '.join(gone)} (scripts/install-deps installs them)"
@@ -97,7 +97,7 @@ def read_layout(archive):
             _check(hashlib.sha256(data).hexdigest() == path.rsplit("/", 1)[1],
                    f"{path}: content does not hash to its name")
         else:
-            _check(path in ("oci-layout", "index.json"), f"unexpected file {path}")
+            _check(path in ("oci-layout", "index.json", "manifest.json"), f"unexpected file {path}")
     index = json.loads(files["index.json"])
     _check(index.get("schemaVersion") == 2, "index.json: schemaVersion is not 2")
     images, used = {}, set()
@@ -122,6 +122,17 @@ def read_layout(archive):
             used.add(ld["digest"])
         used |= {d["digest"], manifest["config"]["digest"]}
         images[ref] = {"digest": d["digest"], "manifest": manifest, "config": config, "layers": layers}
+    # manifest.json (docker save's index, for podman 4): the same blobs, every ref.
+    docker = json.loads(files.get("manifest.json", b"null"))
+    _check(isinstance(docker, list) and len(docker) == 1, "manifest.json: not one entry")
+    only = {i["digest"] for i in images.values()}
+    _check(len(only) == 1, "the refs name different manifests")
+    m = next(iter(images.values()))["manifest"]
+    blob_path = lambda d: "blobs/sha256/" + d["digest"].split(":")[1]  # noqa: E731
+    _check(docker[0].get("Config") == blob_path(m["config"]), "manifest.json: Config is not the config blob")
+    _check(docker[0].get("Layers") == [blob_path(l) for l in m["layers"]],
+           "manifest.json: Layers are not the layer blobs in order")
+    _check(sorted(docker[0].get("RepoTags", [])) == sorted(images), "manifest.json: RepoTags are not the refs")
     stray = {p for p in files if p.startswith("blobs/")} - {"blobs/sha256/" + u.split(":")[1] for u in used}
     _check(not stray, f"blobs no manifest refers to: {sorted(stray)}")
     return {"index": index, "images": images, "members": list(files)}
