@@ -23,12 +23,14 @@ put_file() {
 	chmod "$3" "$R/$2"
 }
 
-# put_elf SRC PATH: an executable without its debug sections (which name
-# build paths and would only weigh the image down).
+# put_elf SRC PATH: an executable without its debug sections and build-id
+# note: both depend on the checkout's path (DW_AT_comp_dir, and the hash
+# over it), so without them one commit gives one image wherever it is built.
 put_elf() {
 	[ -x "$1" ] || die "$1: missing or not executable (needed for $R/$2)"
 	mkdir -p "$(dirname "$R/$2")"
-	strip --strip-debug -o "$R/$2" "$1" || die "stripping $1 failed"
+	strip --strip-debug --remove-section=.note.gnu.build-id -o "$R/$2" "$1" ||
+		die "stripping $1 failed"
 	chmod 0755 "$R/$2"
 }
 
