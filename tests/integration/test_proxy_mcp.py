@@ -80,8 +80,9 @@ def clean(servers):
         s.clear()
 
 
-def client(proxy, url, *steps):
-    env = dict(os.environ, HTTP_PROXY=proxy.url, http_proxy=proxy.url, NO_PROXY="", no_proxy="")
+def client(proxy, url, *steps, read_timeout=8):
+    env = dict(os.environ, HTTP_PROXY=proxy.url, http_proxy=proxy.url, NO_PROXY="", no_proxy="",
+               MCP_READ_TIMEOUT=str(read_timeout))
     r = subprocess.run([mcp_util.python(), mcp_util.CLIENT, url, *steps], capture_output=True,
                        text=True, env=env, timeout=90)
     lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
@@ -126,3 +127,27 @@ def test_method_profile_allows_core_methods(proxy, servers):
     out = client(proxy, "http://api.test:9000/mcp", "list", "call:write_file:{\"path\": \"p\"}")
     assert all(o["ok"] for o in out if "step" in o), out
     assert servers[9000].calls() == ["write_file"]
+
+
+# ---- what the server sends (event streams) ----
+
+def test_server_notification_the_policy_forbids_is_not_delivered(proxy, servers):
+    out = client(proxy, "http://upstream.test:9000/mcp", "call:chatty")
+    assert out[0] == {"step": "call:chatty", "ok": True, "result": ["chatty done"]}
+    assert out[-1] == {"delivered": []}  # notifications/message is in no rule
+    rec = proxy.last_audit(event="mcp_server", method="notifications/message")
+    assert rec and rec["decision"] == "deny"
+    # positive control: the method profile covers the server's core notifications
+    out = client(proxy, "http://api.test:9000/mcp", "call:chatty")
+    assert out[0]["ok"] and out[-1] == {"delivered": [{"log": "a log line from the server"}]}
+
+
+def test_server_request_the_policy_forbids_is_not_delivered(proxy, servers):
+    out = client(proxy, "http://upstream.test:9000/mcp", "call:ask_model", read_timeout=3)
+    assert not out[0].get("ok")  # the sampling request never came, so no answer either
+    assert out[-1] == {"delivered": []}
+    rec = proxy.last_audit(event="mcp_server", method="sampling/createMessage")
+    assert rec and rec["decision"] == "deny"
+    out = client(proxy, "http://api.test:9000/mcp", "call:ask_model")
+    assert out[0] == {"step": "call:ask_model", "ok": True, "result": ["model said yes"]}
+    assert out[-1] == {"delivered": [{"sampling": True}]}

@@ -194,6 +194,7 @@ static void conn_free(struct loop *l, void *data)
 	buf_free(&c->cout);
 	buf_free(&c->uin);
 	buf_free(&c->uout);
+	proxy_sse_stop(c);
 	free(c->chain_store);
 	free(c);
 }

@@ -137,6 +137,10 @@ struct conn {
 	bool mem_waiting;
 	struct loop_defer *resume;
 	bool up_slot; /* holds one of the sandbox's upstream connection slots */
+	/* An MCP server's event stream being judged (proxy_sse.c), or NULL;
+	 * sse_in holds its decoded body bytes not yet parsed. */
+	struct sse_parser *sse;
+	struct buf sse_in;
 };
 
 /* What one connection costs beyond its buffers: the record itself, its loop
@@ -192,6 +196,15 @@ void proxy_identify_at_accept(struct conn *c);
 enum rpc_step { RPC_FORWARD, RPC_WAIT, RPC_ANSWERED };
 enum rpc_step proxy_judge_rpc(struct conn *c, const struct http_request *req, const char *method,
 			      const char *path, size_t consumed);
+
+/* proxy_sse.c: MCP event streams, judged event by event */
+bool proxy_sse_wanted(const struct conn *c, const struct http_response *resp);
+int proxy_sse_start(struct conn *c, os_error *err);
+void proxy_sse_stop(struct conn *c);
+/* Body bytes uin -> parser -> cout (allowed events only). */
+int proxy_sse_pump(struct conn *c, bool ueof, bool *moved, os_error *err);
+/* No parsed-but-unjudged bytes remain. */
+bool proxy_sse_drained(const struct conn *c);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);
