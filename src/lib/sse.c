@@ -106,12 +106,8 @@ int sse_feed(struct sse_parser *p, const char *in, size_t len, size_t *used, str
 			*used = i;
 			return -1;
 		}
-		/* a CR's LF, if already here, belongs to this line end */
-		if (p->cr && i < len && in[i] == '\n') {
-			buf_append(&p->raw, "\n", 1, NULL);
-			i++;
-			p->cr = false;
-		}
+		/* A CR's LF is taken with the next byte, whenever it comes: the
+		 * same bytes then belong to the same event however reads split. */
 		p->line_start = p->raw.len;
 		if (!end)
 			continue;
