@@ -63,11 +63,37 @@ static bool take_line(struct sse_parser *p, const char *line, size_t n, os_error
 	return false;
 }
 
+static int dispatch(struct sse_parser *p, struct sse_event *ev)
+{
+	if (p->data.len) /* the last data line's LF is not part of the data */
+		p->data.data[--p->data.len] = '\0';
+	*ev = (struct sse_event){ .raw = p->raw.data,
+				  .raw_len = p->raw.len,
+				  .has_data = p->has_data,
+				  .data = p->data.data ? p->data.data : "",
+				  .data_len = p->data.len,
+				  .type = p->type };
+	p->dispatched = true;
+	return SSE_EVENT;
+}
+
 int sse_feed(struct sse_parser *p, const char *in, size_t len, size_t *used, struct sse_event *ev,
 	     os_error *err)
 {
 	if (p->dispatched)
 		reset_event(p);
+	if (p->end_pending) { /* the byte after an event's final CR */
+		if (len == 0) {
+			*used = 0;
+			return SSE_NEED_MORE;
+		}
+		*used = in[0] == '\n';
+		if (*used)
+			buf_append(&p->raw, "\n", 1, NULL);
+		p->cr = false;
+		p->end_pending = false;
+		return dispatch(p, ev);
+	}
 	size_t i = 0;
 	int rc = 0;
 	while (i < len) {
@@ -106,22 +132,23 @@ int sse_feed(struct sse_parser *p, const char *in, size_t len, size_t *used, str
 			*used = i;
 			return -1;
 		}
-		/* A CR's LF is taken with the next byte, whenever it comes: the
-		 * same bytes then belong to the same event however reads split. */
 		p->line_start = p->raw.len;
 		if (!end)
 			continue;
-		if (p->data.len) /* the last data line's LF is not part of the data */
-			p->data.data[--p->data.len] = '\0';
-		*ev = (struct sse_event){ .raw = p->raw.data,
-					  .raw_len = p->raw.len,
-					  .has_data = p->has_data,
-					  .data = p->data.data ? p->data.data : "",
-					  .data_len = p->data.len,
-					  .type = p->type };
-		p->dispatched = true;
+		/* An event ending in CR takes the LF that may follow (clients wait
+		 * for it before they dispatch): when the CR is the last byte here,
+		 * the event waits for the next byte. */
+		if (p->cr && i == len) {
+			p->end_pending = true;
+			break;
+		}
+		if (p->cr && in[i] == '\n') {
+			buf_append(&p->raw, "\n", 1, NULL);
+			i++;
+		}
+		p->cr = false;
 		*used = i;
-		return SSE_EVENT;
+		return dispatch(p, ev);
 	}
 	*used = i;
 	return SSE_NEED_MORE;

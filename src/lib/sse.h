@@ -31,6 +31,7 @@ struct sse_parser {
 	bool started; /* past the stream's first bytes (BOM decided) */
 	bool cr; /* the last line ended with CR: an LF next belongs to it */
 	bool dispatched; /* the last call returned an event: reset first */
+	bool end_pending; /* an event ended in CR at the input's end: its LF may follow */
 	bool has_data;
 	char type[64];
 };
