@@ -80,7 +80,7 @@ unsigned proxy_upstream_count(const struct proxy *p)
 static size_t conn_held(const struct conn *c)
 {
 	return c->cin.alloc + c->cout.alloc + c->uin.alloc + c->uout.alloc + c->piped[0] +
-	       c->piped[1];
+	       c->piped[1] + proxy_sse_held(c);
 }
 
 static size_t conn_footprint(const struct conn *c)

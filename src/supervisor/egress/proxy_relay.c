@@ -273,11 +273,12 @@ static int response_head(struct conn *c, bool *took, os_error *err)
 				    "Content-Encoding the proxy cannot scrub");
 	/* An MCP event stream is judged event by event: events may be dropped,
 	 * so it is relayed unframed, ending with the connection. */
-	bool sse = final && proxy_sse_wanted(c, &resp);
+	enum mcp_answer mcp = final ? proxy_mcp_answer_kind(c, &resp) : MCP_ANSWER_NONE;
+	bool sse = mcp != MCP_ANSWER_NONE; /* judged before the agent sees it */
 	if (sse && encoded(&resp))
 		return os_error_set(err, EPROTO,
-				    "an MCP event stream with a Content-Encoding cannot be judged");
-	if (sse && proxy_sse_start(c, err) < 0)
+				    "an MCP answer with a Content-Encoding cannot be judged");
+	if (sse && proxy_sse_start(c, mcp == MCP_ANSWER_JSON, err) < 0)
 		return -1;
 	bool decode = final && (c->masking || sse) &&
 		      http_response_body(&resp, c->req_is_head, false) == HTTP_BODY_CHUNKED;

@@ -1,5 +1,8 @@
-/* proxy_sse.c - an MCP server's event stream (text/event-stream answers on
- * an mcp endpoint), judged event by event before the agent sees it: the
+/* proxy_sse.c - what an MCP server answers, judged before the agent sees
+ * it. An event stream (text/event-stream) is judged event by event; a JSON
+ * answer (application/json) is read whole (at most SSE_EVENT_MAX bytes)
+ * and judged as one event (a forbidden one closes the connection before its
+ * body, so the client reads no message). In both, the
  * server's requests and notifications pass the same rules as the agent's
  * calls (policy_decide_mcp_server_message), answers pass, and an event the
  * policy forbids, or one that is not a valid message, is not delivered (it
@@ -20,27 +23,35 @@
 #define SSE_EVENT_MAX (128 * 1024)
 #define SSE_IN_CAP (64 * 1024)
 
-bool proxy_sse_wanted(const struct conn *c, const struct http_response *resp)
+static bool media_type_is(const struct http_response *resp, const char *want)
 {
-	if (!c->ep || c->ep->protocol != POLICY_PROTO_MCP || resp->status < 200 ||
-	    resp->status > 299)
-		return false;
 	const struct http_header *h = http_header_find(&resp->headers, "content-type");
-	static const char want[] = "text/event-stream";
-	return h && h->value.len >= sizeof want - 1 &&
-	       str_ieq(h->value.p, sizeof want - 1, want, sizeof want - 1) &&
-	       (h->value.len == sizeof want - 1 || h->value.p[sizeof want - 1] == ';' ||
-		h->value.p[sizeof want - 1] == ' ');
+	size_t n = strlen(want);
+	return h && h->value.len >= n && str_ieq(h->value.p, n, want, n) &&
+	       (h->value.len == n || h->value.p[n] == ';' || h->value.p[n] == ' ');
 }
 
-int proxy_sse_start(struct conn *c, os_error *err)
+enum mcp_answer proxy_mcp_answer_kind(const struct conn *c, const struct http_response *resp)
+{
+	if (!c->ep || c->ep->protocol != POLICY_PROTO_MCP || resp->status < 200 ||
+	    resp->status > 299 || resp->status == 202 || resp->status == 204)
+		return MCP_ANSWER_NONE;
+	if (media_type_is(resp, "text/event-stream"))
+		return MCP_ANSWER_SSE;
+	if (media_type_is(resp, "application/json"))
+		return MCP_ANSWER_JSON;
+	return MCP_ANSWER_NONE;
+}
+
+int proxy_sse_start(struct conn *c, bool json, os_error *err)
 {
 	proxy_sse_stop(c);
 	c->sse = calloc(1, sizeof *c->sse);
 	if (!c->sse)
 		return os_error_set(err, ENOMEM, "out of memory");
 	sse_init(c->sse, SSE_EVENT_MAX);
-	buf_init(&c->sse_in, SSE_IN_CAP);
+	c->mcp_json = json;
+	buf_init(&c->sse_in, json ? SSE_EVENT_MAX : SSE_IN_CAP);
 	return 0;
 }
 
@@ -51,7 +62,13 @@ void proxy_sse_stop(struct conn *c)
 	sse_free(c->sse);
 	free(c->sse);
 	c->sse = NULL;
+	c->mcp_json = false;
 	buf_free(&c->sse_in);
+}
+
+size_t proxy_sse_held(const struct conn *c)
+{
+	return c->sse ? c->sse_in.alloc + c->sse->raw.alloc + c->sse->data.alloc : 0;
 }
 
 bool proxy_sse_drained(const struct conn *c)
@@ -64,22 +81,13 @@ static void dropped(struct conn *c, const char *reason, const char *method, cons
 	audit_decision(c, "mcp_server", "deny", reason, method, NULL, detail);
 }
 
-/* Whether the agent may see this event. */
-static bool event_allowed(struct conn *c, const struct sse_event *ev)
+/* Whether the agent may see this message (an event's data, a JSON answer). */
+static bool message_allowed(struct conn *c, const char *data, size_t len)
 {
-	if (!ev->has_data)
-		return true; /* comments, id, retry: no message */
-	if (ev->type[0] && strcmp(ev->type, "message") != 0) {
-		char detail[128];
-		snprintf(detail, sizeof detail, "event type \"%.64s\" is not an MCP message",
-			 ev->type);
-		dropped(c, "rpc_invalid", NULL, detail);
-		return false;
-	}
 	struct jsonrpc_payload p;
 	enum jsonrpc_fault fault;
 	os_error err = { 0 };
-	if (jsonrpc_parse(ev->data, ev->data_len, SSE_EVENT_MAX, &p, &fault, &err) < 0) {
+	if (jsonrpc_parse(data, len, SSE_EVENT_MAX, &p, &fault, &err) < 0) {
 		char detail[POLICY_DETAIL_MAX];
 		snprintf(detail, sizeof detail, "server message rejected: %.260s", err.msg);
 		dropped(c, "rpc_invalid", NULL, detail);
@@ -109,6 +117,44 @@ static bool event_allowed(struct conn *c, const struct sse_event *ev)
 	return ok;
 }
 
+/* Whether the agent may see this event. */
+static bool event_allowed(struct conn *c, const struct sse_event *ev)
+{
+	if (!ev->has_data)
+		return true; /* comments, id, retry: no message */
+	if (ev->type[0] && strcmp(ev->type, "message") != 0) {
+		char detail[128];
+		snprintf(detail, sizeof detail, "event type \"%.64s\" is not an MCP message",
+			 ev->type);
+		dropped(c, "rpc_invalid", NULL, detail);
+		return false;
+	}
+	return message_allowed(c, ev->data, ev->data_len);
+}
+
+/* A JSON answer: once whole, judged and forwarded, or the connection is
+ * closed (-1) so that no message reaches the agent. */
+static int json_answer(struct conn *c, os_error *err)
+{
+	if (c->resp_body.state != BODY_DONE) {
+		if (c->sse_in.len == c->sse_in.cap) {
+			dropped(c, "rpc_invalid", NULL, "MCP JSON answer larger than 131072 bytes");
+			return os_error_set(err, EMSGSIZE, "MCP JSON answer too large to judge");
+		}
+		return 0;
+	}
+	if (c->sse_in.len == 0)
+		return 0;
+	if (c->cout.len + c->sse_in.len > c->cout.cap)
+		return 0; /* waits for the agent to read */
+	if (!message_allowed(c, c->sse_in.data, c->sse_in.len))
+		return os_error_set(err, EPERM, "MCP answer carried a message the policy forbids");
+	if (buf_append(&c->cout, c->sse_in.data, c->sse_in.len, err) < 0)
+		return -1;
+	buf_reset(&c->sse_in);
+	return 0;
+}
+
 int proxy_sse_pump(struct conn *c, bool ueof, bool *moved, os_error *err)
 {
 	struct body *b = &c->resp_body;
@@ -127,6 +173,8 @@ int proxy_sse_pump(struct conn *c, bool ueof, bool *moved, os_error *err)
 			return -1;
 		*moved |= n > 0;
 	}
+	if (c->mcp_json)
+		return json_answer(c, err);
 	while (c->sse_in.len && c->cout.len + SSE_EVENT_MAX <= c->cout.cap) {
 		size_t used = 0;
 		struct sse_event ev;
