@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +39,21 @@ static int write_small(const char *dir, const char *name, const char *text, os_e
 	return file_write_atomic(path, text, strlen(text), 0600, err);
 }
 
+/* ARG_MAX is a quarter of the soft stack limit (and at most 6 MiB): 16 MiB
+ * lets an agent command of 2 MiB (local_spec.c) pass the supervisor's exec
+ * and the agent's beside their environments and flags. Best effort: a hard
+ * limit below it leaves the usual one, and a long command then fails with
+ * E2BIG at the exec. */
+static void raise_stack_limit(void)
+{
+	struct rlimit rl;
+	const rlim_t want = 16u << 20;
+	if (getrlimit(RLIMIT_STACK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+	(void)setrlimit(RLIMIT_STACK, &rl);
+}
+
 /* The monitor: runs in the new session, never returns. */
 static void __attribute__((noreturn))
 monitor(const char *dir, const char *log_path, char *const argv[], int report_fd)
@@ -57,6 +73,7 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 	if (sup < 0)
 		_exit(123);
 	if (sup == 0) {
+		raise_stack_limit();
 		execv(argv[0], argv);
 		fprintf(stderr, "openshell-local: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
