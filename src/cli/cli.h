@@ -42,6 +42,11 @@ void cli_object(struct cli *cli, const json_t *obj);
 /* v as a YAML document on f (-o yaml); < 0 when the emitter failed. */
 int cli_yaml_dump(const json_t *v, FILE *f);
 
+/* Polls sandbox NAME until its phase is one of phases (or it is gone, when
+ * gone_ok: an empty object), with a progress line on a terminal; NULL after
+ * printing why when the wait failed. */
+json_t *cli_wait_phase(struct cli *cli, const char *name, const char *const phases[], bool gone_ok);
+
 /* Reads a whole file (policy YAML) into a malloc'd string; prints on error. */
 char *cli_read_file(const char *path);
 

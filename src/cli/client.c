@@ -157,6 +157,9 @@ int client_stream_lines(struct client *c, const char *path, client_line_fn line,
 	long status = 0;
 	buf_init(&s.b, RESP_MAX);
 	int rc = perform(c, "GET", path, NULL, &s, &status, err);
+	/* A last line without its newline (an agent's final output) still counts. */
+	if (rc == 0 && status == 200 && s.b.len > 0 && line(s.b.data, s.b.len, user) < 0)
+		rc = -1;
 	buf_free(&s.b);
 	if (rc < 0)
 		return -1;
