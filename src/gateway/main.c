@@ -22,6 +22,7 @@
 #include "log.h"
 #include "loop.h"
 #include "parse.h"
+#include "proctitle.h"
 #include "state_lock.h"
 
 extern char **environ;
@@ -203,6 +204,7 @@ int main(int argc, char **argv)
 	int code = 1;
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
 		return usage(stdout), 0;
+	proctitle_init(argc, argv); /* before parsing: it copies nothing, argv stays ours */
 	signal(SIGPIPE, SIG_IGN);
 	/* Until the configured level is known: flag and config errors are records too. */
 	log_init("openshell-gateway", LOG_LVL_INFO, LOG_FMT_AUTO, STDERR_FILENO);

@@ -21,6 +21,7 @@
 #include "loop.h"
 #include "parse.h"
 #include "procfs.h"
+#include "proctitle.h"
 
 uint64_t local_proc_start_time(pid_t pid)
 {
@@ -58,6 +59,11 @@ static void raise_stack_limit(void)
 static void __attribute__((noreturn))
 monitor(const char *dir, const char *log_path, char *const argv[], int report_fd)
 {
+	/* A fork of the gateway: without this, ps shows another openshell-gateway. */
+	char title[128];
+	const char *id = strrchr(dir, '/');
+	snprintf(title, sizeof(title), "openshell-monitor %s", id ? id + 1 : dir);
+	proctitle_set(title, "openshell-mon");
 	int keep[] = { report_fd };
 	if (fd_close_from(3, keep, 1, NULL) < 0)
 		_exit(120);
