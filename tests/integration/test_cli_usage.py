@@ -114,7 +114,7 @@ def test_a_bad_flag_is_reported_as_a_bad_flag(offline, args, message):
 def test_exit_codes_are_documented(offline):
     r = offline("--help")
     assert "Exit codes: 0 done; 1 failed" in r.stdout and "124 timed out" in r.stdout
-    assert "2 bad usage" in r.stdout
+    assert "2 bad usage" in r.stdout and "130 interrupted" in r.stdout
 
 
 def test_exec_as_docker_users_type_it(gw):
