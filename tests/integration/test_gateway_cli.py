@@ -104,6 +104,22 @@ def test_logs_show_agent_output(gw):
     assert r.returncode == 1 and "no sandbox" in r.stderr
 
 
+def test_logs_audit_shows_the_supervisors_decisions(gw):
+    gw.cli("sandbox", "create", "--name", "aud", "--detach", "--", "/bin/sh", "-c",
+           "curl -s -o /dev/null https://denied.test/x; sleep 300", check=0)
+
+    def denial():
+        out = gw.cli("sandbox", "logs", "aud", "--audit").stdout
+        recs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+        return [r for r in recs if r.get("host") == "denied.test" and r.get("decision") == "deny"]
+    wait_for(denial, 15, what="the denial in the audit log")
+    # The supervisor's own log is another stream: no decision records there.
+    plain = gw.cli("sandbox", "logs", "aud").stdout
+    assert '"decision":"deny"' not in plain.replace(" ", "")
+    r = gw.cli("sandbox", "logs", "aud", "--audit", "--bogus")
+    assert r.returncode == 2
+
+
 def test_bad_input_errors_say_what_to_do(gw):
     r = gw.cli("sandbox", "create", "--name", "Bad_Name", "--detach", "--", "true")
     assert r.returncode == 1 and "DNS label" in r.stderr

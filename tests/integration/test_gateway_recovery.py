@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from tests.lib import build
+from tests.lib import build, procfs
 from tests.lib.gateway_util import Gateway, osb_links, supervisors_for, wait_for
 
 pytestmark = build.needs("openshell-gateway", "openshell-supervisor")
@@ -112,14 +112,10 @@ N_CONCURRENT = 50
 def proc_table():
     """{pid: (ppid, start time in clock ticks)} of every process."""
     table = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
+    for pid, fields in procfs.stat_all():
         try:
-            with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            table[int(d)] = (int(fields[1]), int(fields[19]))
-        except (OSError, IndexError, ValueError):
+            table[pid] = (int(fields[1]), int(fields[19]))
+        except (IndexError, ValueError):
             continue
     return table
 

@@ -23,12 +23,14 @@ put_file() {
 	chmod "$3" "$R/$2"
 }
 
-# put_elf SRC PATH: an executable without its debug sections (which name
-# build paths and would only weigh the image down).
+# put_elf SRC PATH: an executable without its debug sections and build-id
+# note: both depend on the checkout's path (DW_AT_comp_dir, and the hash
+# over it), so without them one commit gives one image wherever it is built.
 put_elf() {
 	[ -x "$1" ] || die "$1: missing or not executable (needed for $R/$2)"
 	mkdir -p "$(dirname "$R/$2")"
-	strip --strip-debug -o "$R/$2" "$1" || die "stripping $1 failed"
+	strip --strip-debug --remove-section=.note.gnu.build-id -o "$R/$2" "$1" ||
+		die "stripping $1 failed"
 	chmod 0755 "$R/$2"
 }
 
@@ -148,6 +150,22 @@ layer_tar() {
 		die "packing $dir failed"
 }
 
+# docker_manifest LAYOUT TAG...: manifest.json beside the OCI layout, as
+# `docker save` writes it: the same config and layer blobs, and every TAG.
+# podman 4 loads an OCI archive only when index.json has one entry, so with
+# two tags it falls back to this file; containerd and skopeo read the OCI
+# layout and ignore it.
+docker_manifest() {
+	local lay=$1 digest
+	shift
+	digest=$(jq -r '.manifests[0].digest | sub("^sha256:"; "")' "$lay/index.json")
+	jq -c --args '[{Config: ("blobs/sha256/" + (.config.digest | sub("^sha256:"; ""))),
+		RepoTags: $ARGS.positional,
+		Layers: [.layers[].digest | "blobs/sha256/" + sub("^sha256:"; "")]}]' \
+		"$@" <"$lay/blobs/sha256/$digest" >"$lay/manifest.json" ||
+		die "writing manifest.json of $lay failed"
+}
+
 oci_arch() {
 	case $(uname -m) in
 	x86_64) echo amd64 ;;
@@ -203,12 +221,13 @@ build_image() {
 	done
 	umoci rm --image "$lay:build"
 	umoci gc --layout "$lay"
+	docker_manifest "$lay" "$repo:$VERSION" "$repo:dev"
 	# The archive itself is reproducible too (sorted, fixed owner and time);
 	# oci-layout and index.json first, as readers that stream it expect.
 	chmod -R u=rwX,go=rX "$lay"
 	tar --create --file "$archive.tmp" --directory "$lay" --format=ustar --sort=name \
 		--numeric-owner --owner=0 --group=0 --mtime="@$SOURCE_DATE_EPOCH" \
-		-- oci-layout index.json blobs || die "packing the layout of $name failed"
+		-- oci-layout index.json manifest.json blobs || die "packing the layout of $name failed"
 	mv -f "$archive.tmp" "$archive"
 	printf 'image %s: %s %s:dev %s\n' "$(basename "$archive")" "$repo:$VERSION" "$repo" \
 		"$(jq -r '.manifests[0].digest' "$lay/index.json")"
