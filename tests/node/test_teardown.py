@@ -3,12 +3,15 @@ veth, netns, mount, cgroup, nftables/iptables/ipset state, changed sysctl or
 file in the shared host paths, compared with the snapshot taken before `up`.
 Runs last (it stops the session's node) after the other tests ran Pods on
 both runtimes."""
-import os
+import os, re
 
 import pytest
 
 from tests.lib import nodelib
 from tests.lib.nodelib import sh, workload_pod
+
+
+OUR_LINK = re.compile(r"veth[0-9a-f]{8}|osp[vd][0-9a-f]{6}")
 
 
 def added(before, after):
@@ -32,10 +35,11 @@ def test_down_leaves_the_host_as_it_was(node, ns):
 
     assert nodelib.node_processes(node.dir) == []
     assert not os.path.exists(node.dir)
-    # Links: ours only (the bridge, the CNI's veth<hex> ports, the containment
-    # probes'): other tests on a shared machine add their own in the host netns.
+    # Links: ours only (the bridge, the CNI's veth<8 hex> ports, the
+    # containment probes' osp[vd]<6 hex>): on a shared machine other tests
+    # (sandboxes, benchmarks) add and remove their own in the host netns.
     assert [l for l in added(before["links"], after["links"])
-            if l.startswith(("osnode", "veth", "osp"))] == []
+            if l == nodelib.BRIDGE or OUR_LINK.fullmatch(l)] == []
     assert added(before["netns"], after["netns"]) == []
     assert [m for m in added(before["mounts"], after["mounts"])] == []
     assert added(before["cgroups"], after["cgroups"]) == []
