@@ -24,9 +24,10 @@ SYSCTLS = ["net/ipv4/ip_forward", "net/ipv4/conf/all/forwarding",
            "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys",
            "kernel/keys/root_maxbytes"]
 
-# Host paths the node's parts create outside its own directory (libcni's
-# result cache, the shims' socket dir, the kubelet's log symlinks); removed by
-# `down` when they did not exist before `up`, else only our entries in them.
+# Host paths the node's parts may create outside its own directory (libcni's
+# result cache, the shims' socket dir, the kubelet's device-plugin socket and
+# log links); `down` removes our entries in them, then each path that did not
+# exist before `up` if it is empty (remove_host_paths).
 HOST_PATHS = ["/var/lib/cni", "/run/containerd", "/var/log/containers", "/var/log/pods",
               "/opt/containerd", "/var/run/netns", "/etc/cni", "/var/lib/kubelet"]
 
