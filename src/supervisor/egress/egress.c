@@ -265,12 +265,13 @@ static int set_identity_tree(struct egress *e, struct identity_ctx *id, os_error
 	return identity_ctx_set_tree(id, &t, err);
 }
 
-int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err)
+int egress_bind_agent(struct egress *e, pid_t entry_pid, const char *cgroup_dir, os_error *err)
 {
 	struct identity_ctx *id;
 	if (identity_ctx_new(entry_pid, &id, err) < 0)
 		return os_error_prefix(err, "caller identity");
-	if (set_identity_tree(e, id, err) < 0) {
+	if ((cgroup_dir && identity_ctx_set_cgroup(id, cgroup_dir, err) < 0) ||
+	    set_identity_tree(e, id, err) < 0) {
 		identity_ctx_free(id);
 		return os_error_prefix(err, "caller identity");
 	}
