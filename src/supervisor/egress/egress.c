@@ -98,7 +98,7 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 	    (o->inference_path &&
 	     inference_routes_load(o->inference_path, &e->cfg.inference, err) < 0) ||
 	    (o->run_dir && setup_ca(e, err) < 0) ||
-	    !(e->cfg.upstream_tls = tls_client_ctx_new(o->upstream_ca, err))) {
+	    upstream_trust_get(o->upstream_ca, &e->cfg.upstream_trust, err) < 0) {
 		egress_free(e);
 		return -1;
 	}
@@ -387,7 +387,7 @@ void egress_free(struct egress *e)
 	credentials_free(e->cfg.creds);
 	inference_routes_free(e->cfg.inference);
 	tls_ca_free(e->cfg.ca);
-	SSL_CTX_free(e->cfg.upstream_tls);
+	upstream_trust_put(e->cfg.upstream_trust);
 	if (e->holder)
 		policy_holder_free(e->holder);
 	audit_close(e->audit);

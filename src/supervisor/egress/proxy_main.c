@@ -213,7 +213,7 @@ static int run(struct state *st, os_error *err)
 		    tls_ca_write_files(cfg.ca, ca, bundle, NULL, err) < 0)
 			return -1;
 	}
-	if (!(cfg.upstream_tls = tls_client_ctx_new(o->upstream_ca, err)))
+	if (upstream_trust_get(o->upstream_ca, &cfg.upstream_trust, err) < 0)
 		return -1;
 	cfg.audit = st->audit;
 	cfg.policy = st->holder;
@@ -231,7 +231,7 @@ static int run(struct state *st, os_error *err)
 	credentials_free(cfg.creds);
 	inference_routes_free(cfg.inference);
 	tls_ca_free(cfg.ca);
-	SSL_CTX_free(cfg.upstream_tls);
+	upstream_trust_put(cfg.upstream_trust);
 	policy_holder_free(st->holder);
 	audit_close(st->audit);
 	loop_run_once(l, 0, NULL); /* deferred frees */
