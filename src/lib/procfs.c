@@ -86,25 +86,37 @@ int procfs_stat_read(pid_t pid, struct procfs_stat *out, os_error *err)
  * non-zero return stops the walk and is returned. */
 typedef int (*socket_fd_cb)(unsigned long inode, pid_t pid, void *data);
 
-static int scan_fd_dir(const char *dir, pid_t pid, socket_fd_cb cb, void *data)
+/* A process gone (or going) while we look: nothing of it to judge. Any
+ * other failure to read its table is an error, never a skipped holder (a
+ * supervisor out of fds must not stop seeing owners). */
+static bool gone(int e)
+{
+	return e == ENOENT || e == ESRCH;
+}
+
+static int scan_fd_dir(const char *dir, pid_t pid, socket_fd_cb cb, void *data, os_error *err)
 {
 	DIR *d = opendir(dir);
 	if (!d)
-		return 0; /* exited meanwhile */
-	int rc = 0;
+		return gone(errno) ? 0 : os_error_errno(err, "reading %s", dir);
+	int rc = 0, dfd = dirfd(d);
 	struct dirent *e;
+	errno = 0;
 	while (rc == 0 && (e = readdir(d)) != NULL) {
-		char link[128], target[64];
+		char target[64];
 		uint64_t inode;
-		if (e->d_name[0] == '.' ||
-		    str_format(link, sizeof link, NULL, "%s/%s", dir, e->d_name) < 0)
+		if (e->d_name[0] == '.')
 			continue;
-		ssize_t n = readlink(link, target, sizeof target - 1);
+		/* Relative to the open directory: no path walk per fd. */
+		ssize_t n = readlinkat(dfd, e->d_name, target, sizeof target - 1);
 		if (n < 10 || memcmp(target, "socket:[", 8) != 0 || target[n - 1] != ']')
-			continue;
+			continue; /* closed meanwhile (ENOENT), or not a socket */
 		if (parse_u64(target + 8, (size_t)n - 9, 1, UINT64_MAX, &inode, NULL) == 0)
 			rc = cb((unsigned long)inode, pid, data);
+		errno = 0;
 	}
+	if (rc == 0 && errno != 0 && !gone(errno))
+		rc = os_error_errno(err, "listing %s", dir);
 	closedir(d);
 	return rc;
 }
@@ -114,14 +126,14 @@ static int scan_fd_dir(const char *dir, pid_t pid, socket_fd_cb cb, void *data)
  * hold a socket there unseen. Such tasks are found with kcmp(KCMP_FILES)
  * and their tables walked too, reported under the process's pid (threads
  * share its memory, so its executable). */
-static int scan_private_task_tables(pid_t pid, socket_fd_cb cb, void *data)
+static int scan_private_task_tables(pid_t pid, socket_fd_cb cb, void *data, os_error *err)
 {
 	char path[64];
-	if (str_format(path, sizeof path, NULL, "/proc/%d/task", (int)pid) < 0)
-		return 0;
+	if (str_format(path, sizeof path, err, "/proc/%d/task", (int)pid) < 0)
+		return -1;
 	DIR *d = opendir(path);
 	if (!d)
-		return 0;
+		return gone(errno) ? 0 : os_error_errno(err, "reading %s", path);
 	int rc = 0;
 	struct dirent *e;
 	while (rc == 0 && (e = readdir(d)) != NULL) {
@@ -132,7 +144,7 @@ static int scan_private_task_tables(pid_t pid, socket_fd_cb cb, void *data)
 		if (syscall(SYS_kcmp, pid, (pid_t)tid, KCMP_FILES, 0, 0) == 0)
 			continue; /* the same table as the leader's, walked already */
 		if (str_format(fds, sizeof fds, NULL, "%s/%s/fd", path, e->d_name) == 0)
-			rc = scan_fd_dir(fds, pid, cb, data);
+			rc = scan_fd_dir(fds, pid, cb, data, err);
 	}
 	closedir(d);
 	return rc;
@@ -140,13 +152,13 @@ static int scan_private_task_tables(pid_t pid, socket_fd_cb cb, void *data)
 
 /* One process's socket fds: its fd table and the private tables of its
  * threads. */
-static int scan_process(pid_t pid, socket_fd_cb cb, void *data)
+static int scan_process(pid_t pid, socket_fd_cb cb, void *data, os_error *err)
 {
 	char path[64];
-	if (str_format(path, sizeof path, NULL, "/proc/%d/fd", (int)pid) < 0)
-		return 0;
-	int rc = scan_fd_dir(path, pid, cb, data);
-	return rc == 0 ? scan_private_task_tables(pid, cb, data) : rc;
+	if (str_format(path, sizeof path, err, "/proc/%d/fd", (int)pid) < 0)
+		return -1;
+	int rc = scan_fd_dir(path, pid, cb, data, err);
+	return rc == 0 ? scan_private_task_tables(pid, cb, data, err) : rc;
 }
 
 /* Every socket fd of every process in the network namespace, but skip. */
@@ -167,7 +179,7 @@ static int scan_namespace(ino_t netns_ino, pid_t skip, socket_fd_cb cb, void *da
 		if (str_format(path, sizeof path, NULL, "/proc/%s/ns/net", e->d_name) < 0 ||
 		    stat(path, &st) < 0 || st.st_ino != netns_ino)
 			continue;
-		rc = scan_process((pid_t)v, cb, data);
+		rc = scan_process((pid_t)v, cb, data, err);
 	}
 	closedir(d);
 	return rc < 0 ? -1 : 0;
@@ -187,7 +199,7 @@ static int scan_procs_text(const char *text, size_t len, pid_t skip, socket_fd_c
 			return os_error_set(err, EINVAL, "cgroup.procs: '%.*s' is not a pid",
 					    (int)(n > 32 ? 32 : n), text + i);
 		if (n && (pid_t)v != skip)
-			rc = scan_process((pid_t)v, cb, data);
+			rc = scan_process((pid_t)v, cb, data, err);
 		i += n + 1;
 	}
 	return rc;

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -401,6 +402,44 @@ static void cgroup_scope_finds_its_members_only(void **state)
 	assert_true(index_agrees);
 }
 
+/* Out of descriptors while walking: the walk fails, it never returns a
+ * list with the holders it could not look at left out. Runs in a child,
+ * which keeps exactly one fd free: enough to list /proc, not a process's
+ * fd table. */
+static void a_walk_out_of_fds_fails_instead_of_skipping(void **state)
+{
+	(void)state;
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+			_exit(10);
+		unsigned long held = inode_of(sv[1]);
+		ino_t ns = own_netns();
+		struct rlimit lim = { 64, 64 };
+		if (setrlimit(RLIMIT_NOFILE, &lim) < 0)
+			_exit(11);
+		int last = -1, fd;
+		while ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+			last = fd;
+		close(last); /* one free: /proc itself opens, a process's fd dir does not */
+		struct procfs_owners o = { 0 };
+		os_error err = { 0 };
+		int rc = procfs_socket_owners(ns, held, 0, &o, &err);
+		/* Control: with fds to spare the same walk finds us. */
+		for (int i = 3; i <= last; i++)
+			if (i != sv[0] && i != sv[1])
+				close(i);
+		int ok = procfs_socket_owners(ns, held, 0, &o, &err) == 0 && has_pid(&o, getpid());
+		_exit(rc == -1 && ok ? 0 : 1);
+	}
+	int status;
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +451,7 @@ int main(void)
 		cmocka_unit_test(a_thread_with_its_own_fd_table_is_an_owner),
 		cmocka_unit_test(the_index_answers_like_the_walk),
 		cmocka_unit_test(cgroup_scope_finds_its_members_only),
+		cmocka_unit_test(a_walk_out_of_fds_fails_instead_of_skipping),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
