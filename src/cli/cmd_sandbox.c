@@ -174,8 +174,9 @@ static int exit_of(const json_t *row)
 
 static int create(struct cli *cli, int argc, char **argv)
 {
-	static const char *const settled[] = { "Ready", "Error", "Stopped", NULL };
-	static const char *const over[] = { "Error", "Stopped", NULL };
+	static const char *const settled[] = { "Ready",	    "Error",  "Stopped",
+					       "Succeeded", "Failed", NULL };
+	static const char *const over[] = { "Error", "Stopped", "Succeeded", "Failed", NULL };
 	_cleanup_json_ json_t *body = json_object(), *made = NULL, *row = NULL, *end = NULL;
 	bool detach = false;
 	long status = 0;
@@ -237,7 +238,7 @@ static int simple(struct cli *cli, const char *method, const char *name, const c
 		return CLI_OK;
 	}
 	print_sandbox(cli, row);
-	return phase_in(row, (const char *const[]){ "Error", NULL }) ? CLI_FAIL : CLI_OK;
+	return phase_in(row, (const char *const[]){ "Error", "Failed", NULL }) ? CLI_FAIL : CLI_OK;
 }
 
 /* `sandbox get NAME`: the sandbox, then its backend objects as the driver
@@ -259,10 +260,12 @@ static int get(struct cli *cli, const char *name)
 static int logs(struct cli *cli, int argc, char **argv)
 {
 	const char *name = NULL;
-	bool follow = false;
+	bool follow = false, audit = false;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f"))
 			follow = true;
+		else if (!strcmp(argv[i], "--audit"))
+			audit = true;
 		else if (!name)
 			name = argv[i];
 		else
@@ -271,7 +274,7 @@ static int logs(struct cli *cli, int argc, char **argv)
 	char seg[256], path[512];
 	os_error err = { 0 };
 	if (!name)
-		return cli_usage("sandbox logs NAME [--follow]");
+		return cli_usage("sandbox logs NAME [--follow] [--audit]");
 	if (cli_segment(seg, sizeof(seg), name) < 0)
 		return CLI_USAGE;
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", seg);
@@ -279,7 +282,8 @@ static int logs(struct cli *cli, int argc, char **argv)
 	_cleanup_json_ json_t *row = cli_api(cli, "GET", path, NULL, &status);
 	if (!row)
 		return CLI_FAIL;
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs%s", seg, follow ? "?follow=1" : "");
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs%s%s%s", seg, follow || audit ? "?" : "",
+		 follow ? "follow=1" : "", audit ? (follow ? "&audit=1" : "audit=1") : "");
 	if (client_stream(&cli->client, path, STDOUT_FILENO, &err) < 0)
 		return cli_fail("%s", err.msg);
 	return CLI_OK;
@@ -322,8 +326,9 @@ static int watch(struct cli *cli)
 
 int cmd_sandbox(struct cli *cli, int argc, char **argv)
 {
-	static const char *const ready[] = { "Ready", "Error", "Stopped", NULL };
-	static const char *const stopped[] = { "Stopped", "Error", NULL };
+	static const char *const ready[] = { "Ready",	  "Error",  "Stopped",
+					     "Succeeded", "Failed", NULL };
+	static const char *const stopped[] = { "Stopped", "Error", "Succeeded", "Failed", NULL };
 	const char *sub = argc > 0 ? argv[0] : "";
 	long status = 0;
 	if (!strcmp(sub, "create"))

@@ -54,6 +54,12 @@ void api_fail(struct api_response *resp, const os_error *err)
 	case ENOTSUP:
 		api_error(resp, 422, "unsupported", "%s", err->msg);
 		return;
+	case ENOSPC:
+	case EDQUOT:
+		api_error(resp, 507, "insufficient_storage",
+			  "%s (the gateway's state directory is full: free space there and retry)",
+			  err->msg);
+		return;
 	default:
 		api_error(resp, 500, "internal", "%s", err->msg);
 		return;
@@ -173,6 +179,7 @@ void api_handle(struct gateway *gw, const struct api_request *req, struct api_re
 	int who = authenticate(gw, req, &caller, resp);
 	if (who < 0)
 		return;
+	resp->authenticated = true;
 	if (supervisor) {
 		if (who != 0) {
 			api_error(resp, 403, "forbidden",

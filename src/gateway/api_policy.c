@@ -56,9 +56,16 @@ static void set_policy(struct gateway *gw, const struct api_request *req, json_t
 		return;
 	}
 	if (lifecycle_configure(gw, row, yaml, NULL, &err) < 0) {
-		store_policy_set_status(gw->store, id, rev, "failed", err.msg, NULL);
-		api_error(resp, 422, "policy_not_delivered", "revision %lld: %s", (long long)rev,
-			  err.msg);
+		os_error serr = { 0 };
+		if (store_policy_set_status(gw->store, id, rev, "failed", err.msg, &serr) < 0)
+			storage_fault(gw, id, json_string_value(json_object_get(row, "name")),
+				      "recording a policy status", &serr);
+		if (storage_is_full(err.code)) {
+			os_error_prefix(&err, "revision %lld not delivered", (long long)rev);
+			api_fail(resp, &err);
+		} else
+			api_error(resp, 422, "policy_not_delivered", "revision %lld: %s",
+				  (long long)rev, err.msg);
 		return;
 	}
 	/* A live session gets it now; otherwise the next session's hello does. */

@@ -9,6 +9,7 @@
 #include "driver_view.h"
 #include "gateway.h"
 #include "json.h"
+#include "log.h"
 #include "parse.h"
 #include "policy.h"
 
@@ -30,6 +31,17 @@ json_t *api_sandbox_view(const json_t *row)
 			 json_object_get(row, "providers"), "driver",
 			 json_object_get(rec, "driver"), "spec", json_object_get(rec, "spec"),
 			 "placement", json_object_get(rec, "placement"));
+}
+
+/* The view, with what could not be saved as its message while that lasts
+ * (the stored message is stale exactly then). */
+json_t *api_sandbox_view_of(const struct gateway *gw, const json_t *row)
+{
+	json_t *v = api_sandbox_view(row);
+	const char *note = storage_note(gw, json_string_value(json_object_get(row, "id")));
+	if (v && note)
+		json_object_set_new(v, "message", json_string(note));
+	return v;
 }
 
 /* DNS label: what both drivers can use as a name. */
@@ -113,6 +125,67 @@ static json_t *driver_request(const json_t *body, const char *id, const char *na
 	return json_pack("{s:s, s:s, s:o}", "id", id, "name", name, "spec", spec);
 }
 
+/* The row and its first policy revision land together or not at all. */
+static int insert_with_policy(struct gateway *gw, json_t *row, const char *policy, os_error *err)
+{
+	char phash[SECRET_SHA256_HEX + 1];
+	int64_t rev = 0;
+	const char *id = json_string_value(json_object_get(row, "id"));
+	secret_sha256_hex(policy, strlen(policy), phash);
+	if (store_begin(gw->store, err) < 0)
+		return -1;
+	if (store_sandbox_insert(gw->store, row, err) < 0 ||
+	    store_policy_add(gw->store, id, phash, policy, "pending", "", 0, &rev, err) < 0) {
+		store_rollback(gw->store);
+		return -1;
+	}
+	return store_commit(gw->store, err);
+}
+
+/* Undoes what the driver holds for a sandbox that was never stored (its
+ * directories, its uid claim): nothing is left half-made. */
+static void forget_unstored(struct gateway *gw, json_t *record)
+{
+	os_error err = { 0 };
+	if (gw->driver->ops->delete (gw->driver, record, &err) < 0)
+		log_warn("sandbox %s: removing what its failed create left: %s",
+			 json_string_value(json_object_get(record, "name")), err.msg);
+}
+
+/* Stores a validated sandbox and starts it. The driver's material (policy
+ * file, token) is written before the row: a row never exists whose
+ * supervisor would start without them (a full disk used to leave exactly
+ * that, and the supervisor then failed on missing flags). */
+static void create_stored(struct gateway *gw, json_t *row, const char *policy, const char *token,
+			  struct api_response *resp)
+{
+	os_error err = { 0 };
+	json_t *record = json_object_get(row, "record");
+	if (lifecycle_configure(gw, row, policy, token, &err) < 0) {
+		if (storage_is_full(err.code)) {
+			forget_unstored(gw, record);
+			api_fail(resp, &err);
+			return;
+		}
+		/* Refused (e.g. the cluster refused the driver): the row is
+		 * stored in Error with the reason, so the caller sees why. */
+		json_object_set_new(row, "phase", json_string("Error"));
+		json_object_set_new(row, "message", json_string(err.msg));
+	}
+	os_error serr = { 0 };
+	if (insert_with_policy(gw, row, policy, &serr) < 0) {
+		forget_unstored(gw, record);
+		api_fail(resp, &serr);
+		return;
+	}
+	/* A create that fails leaves the row in Error with the reason, or
+	 * waiting for space: the caller sees which either way. */
+	if (strcmp(json_string_value(json_object_get(row, "phase")), "Error") != 0)
+		lifecycle_act(gw, row, "create", &err);
+	resp->status = 201;
+	resp->body = api_sandbox_view_of(gw, row);
+}
+
 static void create(struct gateway *gw, const struct api_request *req, struct api_response *resp)
 {
 	static const char *const keys[] = {
@@ -120,7 +193,7 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 		"policy", "providers", NULL
 	};
 	_cleanup_json_ json_t *body = api_body(req, keys, resp), *record = NULL, *row = NULL,
-			      *dreq = NULL;
+			      *dreq = NULL, *taken = NULL;
 	os_error err = { 0 };
 	char id[SECRET_TOKEN_HEX + 1], token[SECRET_TOKEN_HEX + 1], hash[SECRET_SHA256_HEX + 1];
 	char name[NAME_MAX_LEN + 1];
@@ -146,6 +219,11 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 		api_fail(resp, &err);
 		return;
 	}
+	if (store_sandbox_get(gw->store, name, &taken, NULL) == 0) {
+		api_error(resp, 409, "already_exists", "a sandbox named \"%s\" already exists",
+			  name);
+		return;
+	}
 	if (!policy)
 		policy = DEFAULT_POLICY;
 	if (api_check_policy(policy, &err) < 0) {
@@ -167,39 +245,12 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 			"record", record, "phase", "Provisioning", "desired", "running", "message",
 			"", "exit_code", "token_hash", hash, "providers",
 			provs ? json_incref(provs) : json_array());
-	if (!row || store_sandbox_insert(gw->store, row, &err) < 0) {
-		api_fail(resp, &err);
+	if (!row) {
+		forget_unstored(gw, record);
+		api_error(resp, 500, "internal", "out of memory building the sandbox row");
 		return;
 	}
-	{
-		char phash[SECRET_SHA256_HEX + 1];
-		int64_t rev = 0;
-		secret_sha256_hex(policy, strlen(policy), phash);
-		if (store_policy_add(gw->store, id, phash, policy, "pending", "", 0, &rev, &err) <
-		    0) {
-			api_fail(resp, &err);
-			return;
-		}
-	}
-	if (lifecycle_configure(gw, row, policy, token, &err) < 0) {
-		/* Nothing was created; the row stays, in Error with the reason
-		 * (e.g. the cluster refused the driver), so the caller sees why. */
-		os_error werr = { 0 };
-		json_object_set_new(row, "phase", json_string("Error"));
-		json_object_set_new(row, "message", json_string(err.msg));
-		store_sandbox_update(gw->store, row, &werr);
-		resp->status = 201;
-		resp->body = api_sandbox_view(row);
-		return;
-	}
-	if (lifecycle_act(gw, row, "create", &err) < 0) {
-		/* The row stays, in Error with the reason: the caller sees why. */
-		resp->status = 201;
-		resp->body = api_sandbox_view(row);
-		return;
-	}
-	resp->status = 201;
-	resp->body = api_sandbox_view(row);
+	create_stored(gw, row, policy, token, resp);
 }
 
 static void act(struct gateway *gw, const struct api_request *req, json_t *row, const char *action,
@@ -232,7 +283,7 @@ static void act(struct gateway *gw, const struct api_request *req, json_t *row, 
 		return;
 	}
 	resp->status = 202;
-	resp->body = api_sandbox_view(row);
+	resp->body = api_sandbox_view_of(gw, row);
 }
 
 /* True when the query has KEY=1 or KEY=true. */
@@ -282,8 +333,10 @@ static void logs(struct gateway *gw, const struct api_request *req, json_t *row,
 			  json_string_value(json_object_get(rec, "driver")));
 		return;
 	}
-	if (snprintf(resp->stream_path, sizeof(resp->stream_path), "%s/sandboxes/%s/supervisor.log",
-		     dir, id) >= (int)sizeof(resp->stream_path)) {
+	/* audit=1: the supervisor's decision records (JSON lines) instead of its log. */
+	const char *file = query_flag(req->query, "audit") ? "audit.log" : "supervisor.log";
+	if (snprintf(resp->stream_path, sizeof(resp->stream_path), "%s/sandboxes/%s/%s", dir, id,
+		     file) >= (int)sizeof(resp->stream_path)) {
 		api_error(resp, 500, "internal", "log path too long");
 		return;
 	}
@@ -313,7 +366,7 @@ bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char *
 			size_t i;
 			json_t *r;
 			json_array_foreach (rows, i, r)
-				json_array_append_new(out, api_sandbox_view(r));
+				json_array_append_new(out, api_sandbox_view_of(gw, r));
 			resp->status = 200;
 			resp->body = json_pack("{s:o}", "sandboxes", out);
 		} else
@@ -328,7 +381,7 @@ bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char *
 		return api_fail(resp, &err), true;
 	if (n == 2 && !strcmp(m, "GET")) {
 		resp->status = 200;
-		resp->body = api_sandbox_view(row);
+		resp->body = api_sandbox_view_of(gw, row);
 		driver_view_add_status(gw, row, resp->body);
 	} else if (n == 2 && !strcmp(m, "DELETE"))
 		act(gw, req, row, "delete", resp);

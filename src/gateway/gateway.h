@@ -17,7 +17,7 @@
 #include "store.h"
 
 #define GW_BODY_MAX (1u << 20) /* request bodies: more is a 413 */
-#define GW_VERSION "0.1.0"
+#define GW_VERSION OPENSHELL_VERSION /* meson.build project version */
 #define EXEC_ID_HEX 32 /* exec ids: 16 random bytes as hex */
 #define EXEC_ATTACH_MS 10000 /* how long a client waits for the relay */
 
@@ -42,6 +42,11 @@ struct gateway {
 	struct sessions *sessions; /* live supervisor sessions (sessions.c) */
 	struct driver_host *host; /* how the loop drives the driver (driver_host.c) */
 	struct execs *execs; /* exec clients waiting for their relay (exec.c) */
+	/* storage_faults.c: sandbox id -> what could not be saved, and the
+	 * lifecycle pass's interval (backs off while writes fail). */
+	json_t *storage_notes;
+	bool storage_failed_in_pass;
+	uint64_t pass_ms;
 };
 
 /* One API call as the server parsed it. */
@@ -74,6 +79,7 @@ struct api_response {
 	 * (exec_park), or the relay's connection joins its client (exec_attach). */
 	bool exec_park, exec_attach;
 	bool watch; /* a sandbox watch stream (watch.c); stream_sandbox = name filter */
+	bool authenticated; /* a valid admin or sandbox token came with it */
 	char exec_id[EXEC_ID_HEX + 1];
 	char exec_sandbox[64];
 };
@@ -98,6 +104,8 @@ bool api_supervisor_route(struct gateway *gw, const struct api_request *req, con
 
 /* Public view of a sandbox row (no token hash, no driver internals). */
 json_t *api_sandbox_view(const json_t *row);
+/* The same, with a storage failure (storage_note) as its message. */
+json_t *api_sandbox_view_of(const struct gateway *gw, const json_t *row);
 /* Parses the body as a JSON object with only allowed keys; 400 on failure. */
 json_t *api_body(const struct api_request *req, const char *const allowed[],
 		 struct api_response *resp);
@@ -110,11 +118,28 @@ void lifecycle_tick(struct gateway *gw);
 void lifecycle_drive_one(struct gateway *gw, const char *id);
 /* True while the sandbox's supervisor runs (log followers stop after it). */
 bool lifecycle_running(struct gateway *gw, const char *id);
+/* Stopped, Error, or the agent's own end: Succeeded (exit 0) / Failed. */
+bool lifecycle_phase_ended(const char *phase);
 /* Material (policy, credentials, inference, token) handed to the driver. */
 int lifecycle_configure(struct gateway *gw, json_t *row, const char *policy_yaml, const char *token,
 			os_error *err);
 /* Applies an action (create/start/stop/delete) now; persists intent first. */
 int lifecycle_act(struct gateway *gw, json_t *row, const char *action, os_error *err);
+
+/* storage_faults.c - surviving an unwritable state directory. */
+/* ENOSPC or EDQUOT: the API's 507. */
+bool storage_is_full(int code);
+/* Records that saving sandbox id failed doing `what`: logged once per
+ * distinct failure, shown as the sandbox's message, backs the pass off. */
+void storage_fault(struct gateway *gw, const char *id, const char *name, const char *what,
+		   const os_error *err);
+/* A save of id succeeded: its note goes (logged once). */
+void storage_ok(struct gateway *gw, const char *id, const char *name);
+/* What could not be saved for id, or NULL. */
+const char *storage_note(const struct gateway *gw, const char *id);
+/* The next pass's delay: doubled (to 10 s) after a pass with a failure. */
+uint64_t storage_next_pass_ms(struct gateway *gw);
+void storage_faults_free(struct gateway *gw);
 
 /* server.c */
 struct gateway_listen {

@@ -1,5 +1,6 @@
 /* lifecycle.c - sandbox phases: Provisioning -> Ready -> Stopping -> Stopped
- * -> Starting -> Ready, Error (with the reason), Deleting. Every action
+ * -> Starting -> Ready, Succeeded / Failed (the agent ended by itself, with
+ * its exit code, as a Pod's), Error (with the reason), Deleting. Every action
  * persists the intent ("desired") before the driver acts, and a periodic
  * pass drives each sandbox toward it from what the driver reports, so a
  * gateway that crashed anywhere resumes where it stopped. Never forgets a
@@ -16,8 +17,6 @@
 #include "log.h"
 #include "loop.h"
 
-#define TICK_MS 300
-
 static const char *str(const json_t *o, const char *k)
 {
 	const char *v = json_string_value(json_object_get(o, k));
@@ -31,13 +30,32 @@ static void set(json_t *row, const char *phase, const char *message)
 		json_object_set_new(row, "message", json_string(message));
 }
 
+/* Writes row. err may be NULL (the pass's own saves): a failure is then
+ * still logged (once, storage_faults.c) and shown as the sandbox's message. */
 static int save(struct gateway *gw, json_t *row, os_error *err)
 {
+	os_error local = { 0 };
+	if (!err)
+		err = &local;
 	if (store_sandbox_update(gw->store, row, err) < 0) {
-		log_warn("sandbox %s: %s", str(row, "name"), err->msg);
+		if (err->code == ESTALE)
+			log_warn("sandbox %s: %s", str(row, "name"), err->msg);
+		else
+			storage_fault(gw, str(row, "id"), str(row, "name"), "saving its phase",
+				      err);
 		return -1;
 	}
+	storage_ok(gw, str(row, "id"), str(row, "name"));
 	return 0;
+}
+
+static void set_revision(struct gateway *gw, const json_t *row, json_int_t rev, const char *status,
+			 const char *message)
+{
+	os_error err = { 0 };
+	if (store_policy_set_status(gw->store, str(row, "id"), rev, status, message, &err) < 0)
+		storage_fault(gw, str(row, "id"), str(row, "name"), "recording a policy status",
+			      &err);
 }
 
 /* Test-only: OPENSHELL_TEST_GATEWAY_CRASH=after-spawn kills the gateway
@@ -55,8 +73,18 @@ static int act_create(struct gateway *gw, json_t *row, json_t *rec, os_error *er
 	const struct driver_ops *ops = gw->driver->ops;
 	bool start = !strcmp(str(row, "phase"), "Starting");
 	if ((start ? ops->start : ops->create)(gw->driver, rec, err) < 0) {
-		set(row, "Error", err->msg);
+		if (!storage_is_full(err->code)) {
+			set(row, "Error", err->msg);
+			save(gw, row, NULL);
+			return -1;
+		}
+		/* No space for its files: not the sandbox's fault. It keeps its
+		 * phase and the pass starts it again once space returns. */
+		char msg[OS_ERROR_MSG_MAX + 64];
+		snprintf(msg, sizeof(msg), "waiting for disk space to start it: %s", err->msg);
+		set(row, str(row, "phase"), msg);
 		save(gw, row, NULL);
+		storage_fault(gw, str(row, "id"), str(row, "name"), "starting it", err);
 		return -1;
 	}
 	crash_point("after-spawn");
@@ -73,10 +101,10 @@ int lifecycle_act(struct gateway *gw, json_t *row, const char *action, os_error 
 		return os_error_set(err, EBUSY, "sandbox \"%s\" is being deleted",
 				    str(row, "name"));
 	if (!strcmp(action, "start")) {
-		if (strcmp(phase, "Stopped") != 0 && strcmp(phase, "Error") != 0)
+		if (!lifecycle_phase_ended(phase))
 			return os_error_set(err, EBUSY,
-					    "sandbox \"%s\" is %s: only a Stopped or Error "
-					    "sandbox can be started",
+					    "sandbox \"%s\" is %s: only a Stopped, Succeeded, "
+					    "Failed or Error sandbox can be started",
 					    str(row, "name"), phase);
 		json_object_set_new(row, "desired", json_string("running"));
 		json_object_set_new(row, "exit_code", json_null());
@@ -100,6 +128,12 @@ int lifecycle_act(struct gateway *gw, json_t *row, const char *action, os_error 
 	return 0;
 }
 
+bool lifecycle_phase_ended(const char *phase)
+{
+	return !strcmp(phase, "Stopped") || !strcmp(phase, "Error") ||
+	       !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed");
+}
+
 bool lifecycle_running(struct gateway *gw, const char *id)
 {
 	_cleanup_json_ json_t *row = NULL;
@@ -116,8 +150,11 @@ static void settle_policies(struct gateway *gw, const json_t *row, const json_t 
 {
 	const char *id = str(row, "id");
 	_cleanup_json_ json_t *revs = NULL;
-	if (store_policy_list(gw->store, id, &revs, NULL) < 0)
+	os_error err = { 0 };
+	if (store_policy_list(gw->store, id, &revs, &err) < 0) {
+		storage_fault(gw, id, str(row, "name"), "reading its policy revisions", &err);
 		return;
+	}
 	json_int_t events = json_integer_value(json_object_get(st, "policy_events"));
 	const json_t *last = json_object_get(st, "policy_last");
 	bool supported = json_is_true(json_object_get(st, "policy_supported"));
@@ -128,24 +165,21 @@ static void settle_policies(struct gateway *gw, const json_t *row, const json_t 
 		if (strcmp(str(r, "status"), "pending") != 0)
 			continue;
 		if (!supported) {
-			store_policy_set_status(gw->store, id, rev, "failed",
-						"this host's openshell-supervisor cannot load "
-						"policies (no --policy support)",
-						NULL);
+			set_revision(gw, row, rev, "failed",
+				     "this host's openshell-supervisor cannot load "
+				     "policies (no --policy support)");
 		} else if (i > 0 && (became_ready || events > json_integer_value(json_object_get(
 								      r, "audit_mark")))) {
-			store_policy_set_status(gw->store, id, rev, "superseded",
-						"a newer revision replaced it", NULL);
+			set_revision(gw, row, rev, "superseded", "a newer revision replaced it");
 		} else if (became_ready) {
-			store_policy_set_status(gw->store, id, rev, "loaded", "", NULL);
+			set_revision(gw, row, rev, "loaded", "");
 		} else if (events > json_integer_value(json_object_get(r, "audit_mark")) && last) {
 			bool ok = !strcmp(str(last, "reason"), "policy_loaded");
 			const char *msg = str(last, "message");
 			if (!*msg)
 				msg = str(last, "detail");
-			store_policy_set_status(
-				gw->store, id, rev, ok ? "loaded" : "failed",
-				ok ? "" : (*msg ? msg : "the supervisor rejected it"), NULL);
+			set_revision(gw, row, rev, ok ? "loaded" : "failed",
+				     ok ? "" : (*msg ? msg : "the supervisor rejected it"));
 		}
 	}
 }
@@ -194,13 +228,21 @@ static void drive_running(struct gateway *gw, json_t *row, const json_t *st)
 		settle_policies(gw, row, st, false);
 	} else if (!strcmp(dp, "Failed")) {
 		exit_from(row, st);
-		set(row, "Error", str(st, "message"));
+		const json_t *ec = json_object_get(st, "exit_code");
+		bool agent =
+			json_is_true(json_object_get(st, "agent_exited")) && json_is_integer(ec);
+		set(row,
+		    !agent			  ? "Error"
+		    : json_integer_value(ec) == 0 ? "Succeeded"
+						  : "Failed",
+		    str(st, "message"));
 		save(gw, row, NULL);
 		if (!session)
 			settle_policies(gw, row, st, false);
 	} else if (!strcmp(dp, "Stopped") && json_is_true(json_object_get(st, "absent"))) {
-		log_info("sandbox %s: never started (interrupted create): starting it now",
-			 str(row, "name"));
+		if (!storage_note(gw, str(row, "id")))
+			log_info("sandbox %s: never started (interrupted create): starting it now",
+				 str(row, "name"));
 		lifecycle_act(gw, row, "create", &err);
 	} else if (!strcmp(dp, "Stopped")) {
 		exit_from(row, st);
@@ -216,14 +258,19 @@ static void drive(struct gateway *gw, json_t *row)
 	os_error err = { 0 };
 	_cleanup_json_ json_t *st = NULL;
 	if (!strcmp(desired, "deleted")) {
-		if (gw->driver->ops->delete (gw->driver, rec, &err) == 0 &&
-		    store_sandbox_delete(gw->store, str(row, "id"), &err) == 0)
+		if (gw->driver->ops->delete (gw->driver, rec, &err) < 0) {
+			if (err.code != EAGAIN)
+				log_warn("sandbox %s: delete: %s", str(row, "name"), err.msg);
+		} else if (store_sandbox_delete(gw->store, str(row, "id"), &err) < 0) {
+			storage_fault(gw, str(row, "id"), str(row, "name"), "deleting its row",
+				      &err);
+		} else {
+			storage_ok(gw, str(row, "id"), str(row, "name"));
 			log_info("sandbox %s deleted", str(row, "name"));
-		else if (err.code != EAGAIN)
-			log_warn("sandbox %s: delete: %s", str(row, "name"), err.msg);
+		}
 		return;
 	}
-	if (!strcmp(phase, "Stopped") || !strcmp(phase, "Error"))
+	if (lifecycle_phase_ended(phase))
 		return;
 	if (gw->driver->ops->status(gw->driver, rec, &st, &err) < 0) {
 		log_warn("sandbox %s: status: %s", str(row, "name"), err.msg);
@@ -250,8 +297,12 @@ static void drive(struct gateway *gw, json_t *row)
 void lifecycle_tick(struct gateway *gw)
 {
 	_cleanup_json_ json_t *rows = NULL;
-	if (store_sandbox_list(gw->store, &rows, NULL) < 0)
+	os_error err = { 0 };
+	if (store_sandbox_list(gw->store, &rows, &err) < 0) {
+		storage_fault(gw, "", "(every sandbox)", "listing sandboxes", &err);
 		return;
+	}
+	storage_ok(gw, "", "(every sandbox)");
 	size_t i;
 	json_t *row;
 	json_array_foreach (rows, i, row)
@@ -265,9 +316,17 @@ void lifecycle_drive_one(struct gateway *gw, const char *id)
 		drive(gw, row);
 }
 
+/* A pass in which a write failed doubles the next delay (to 10 s): a full
+ * disk is retried quietly, not every 300 ms, and the first pass after
+ * space returns brings the interval back. */
 static void on_tick(struct loop *l, struct loop_timer *t, void *data)
 {
-	lifecycle_tick(data);
+	struct gateway *gw = data;
+	uint64_t before = gw->pass_ms;
+	lifecycle_tick(gw);
+	uint64_t next = storage_next_pass_ms(gw);
+	if (next != before && loop_timer_set(t, next, next, NULL) < 0)
+		log_warn("lifecycle pass: could not re-arm its timer");
 }
 
 int lifecycle_start(struct gateway *gw, os_error *err)
@@ -303,5 +362,6 @@ int lifecycle_start(struct gateway *gw, os_error *err)
 		log_info("reconcile: %s", line ? line : "?");
 	}
 	lifecycle_tick(gw);
-	return loop_timer_add(gw->loop, TICK_MS, TICK_MS, on_tick, gw, &gw->tick, err);
+	gw->pass_ms = storage_next_pass_ms(gw);
+	return loop_timer_add(gw->loop, gw->pass_ms, gw->pass_ms, on_tick, gw, &gw->tick, err);
 }

@@ -199,6 +199,8 @@ int main(int argc, char **argv)
 	int code = 1;
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
 		return usage(stdout), 0;
+	if (argc == 2 && !strcmp(argv[1], "--version"))
+		return printf("openshell-gateway %s\n", GW_VERSION) < 0;
 	signal(SIGPIPE, SIG_IGN);
 	/* Until the configured level is known: flag and config errors are records too. */
 	log_init("openshell-gateway", LOG_LVL_INFO, LOG_FMT_AUTO, STDERR_FILENO);
@@ -240,6 +242,7 @@ int main(int argc, char **argv)
 	if (gw.driver)
 		gw.driver->ops->free(gw.driver);
 	store_close(gw.store);
+	storage_faults_free(&gw);
 	config_free(cfg);
 	return code;
 }

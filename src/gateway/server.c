@@ -17,14 +17,46 @@
 #include "parse.h"
 #include "server_internal.h"
 
+#define ACCEPT_BATCH 64
+
+/* Out of descriptors with nothing to make room: stop listening (a level-
+ * triggered listener would spin) until a connection closes. */
+static void pause_accepting(struct server *s)
+{
+	log_warn("out of file descriptors: not accepting connections until one closes");
+	s->accept_paused = true;
+	for (int i = 0; i < 2; i++)
+		if (s->ios[i])
+			loop_io_modify(s->ios[i], 0, NULL);
+}
+
+void server_resume_accepting(struct server *s)
+{
+	s->accept_paused = false;
+	for (int i = 0; i < 2; i++)
+		if (s->ios[i])
+			loop_io_modify(s->ios[i], LOOP_IN, NULL);
+}
+
 static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned ev, void *data)
 {
 	struct server *s = data;
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int li = lfd == s->fds[GW_LISTENER_TCP] ? GW_LISTENER_TCP : GW_LISTENER_UNIX;
+	/* A bounded batch: a flood on one listener must not keep the loop from
+	 * reading the requests (and sessions) it already accepted. */
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+			pause_accepting(s);
+			return;
+		}
 		if (fd < 0)
 			return;
-		server_conn_accept(s, fd, lfd == s->fds[0] ? s->tls : NULL);
+		uint32_t peer =
+			ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_addr.s_addr : 0;
+		server_conn_accept(s, fd, li == GW_LISTENER_TCP ? s->tls : NULL, li, peer);
 	}
 }
 
@@ -80,6 +112,7 @@ int server_start(struct gateway *gw, const struct gateway_listen *ls, os_error *
 	s->gw = gw;
 	s->fds[0] = s->fds[1] = -1;
 	gw->server = s;
+	server_budget_init(s);
 	struct gateway_tls_config tls = { ls->tls_cert, ls->tls_key, ls->tls_client_ca };
 	if (gw_tls_ctx_new(&tls, &s->tls, err) < 0)
 		return -1;

@@ -13,8 +13,8 @@
 #include "loop.h"
 #include "server_internal.h"
 
-#define CONN_MAX 512
 #define IN_CAP (GW_BODY_MAX + 16384)
+#define HEAD_MS 5000 /* from accept to a complete request head (TLS included) */
 #define IDLE_MS 30000
 #define DRAIN_MS 5000
 #define DRAIN_MAX (64u << 20)
@@ -22,6 +22,9 @@
 
 static void unlink_conn(struct conn *c)
 {
+	server_budget_remove(c);
+	if (c->srv->accept_paused)
+		server_resume_accepting(c->srv);
 	c->srv->nconns--;
 	if (c->prev)
 		c->prev->next = c->next;
@@ -289,11 +292,19 @@ static void on_timer(struct loop *l, struct loop_timer *t, void *data)
 	server_conn_close(c);
 }
 
-void server_conn_accept(struct server *s, int fd, SSL_CTX *ctx)
+void server_conn_head_seen(struct conn *c)
 {
-	struct conn *c = s->nconns < CONN_MAX ? calloc(1, sizeof(*c)) : NULL;
+	if (c->head_seen)
+		return;
+	c->head_seen = true;
+	loop_timer_set(c->timer, IDLE_MS, 0, NULL);
+}
+
+void server_conn_accept(struct server *s, int fd, SSL_CTX *ctx, int l, uint32_t peer)
+{
+	struct conn *c = server_budget_admit(s, l, peer) ? calloc(1, sizeof(*c)) : NULL;
 	if (!c) {
-		close(fd); /* over the connection cap: refuse rather than queue */
+		close(fd); /* no budget has room: refuse rather than queue */
 		return;
 	}
 	c->srv = s;
@@ -306,6 +317,7 @@ void server_conn_accept(struct server *s, int fd, SSL_CTX *ctx)
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
+	server_budget_add(c, l, peer);
 	os_error err = { 0 };
 	if (ctx && !(c->ssl = gw_tls_conn_new(ctx, fd, &err))) {
 		log_warn("%s", err.msg);
@@ -313,8 +325,8 @@ void server_conn_accept(struct server *s, int fd, SSL_CTX *ctx)
 		return;
 	}
 	c->state = c->ssl ? GW_TLS_HANDSHAKE : GW_READING; /* where every connection starts */
-	struct loop *l = s->gw->loop;
-	if (loop_io_add(l, fd, LOOP_IN, 0, on_io, c, &c->io, NULL) < 0 ||
-	    loop_timer_add(l, IDLE_MS, 0, on_timer, c, &c->timer, NULL) < 0)
+	struct loop *loop = s->gw->loop;
+	if (loop_io_add(loop, fd, LOOP_IN, 0, on_io, c, &c->io, NULL) < 0 ||
+	    loop_timer_add(loop, HEAD_MS, 0, on_timer, c, &c->timer, NULL) < 0)
 		server_conn_close(c);
 }

@@ -15,12 +15,21 @@
 
 #define OUT_CAP (8u << 20)
 
+/* fds[], ios[] and the budgets are indexed by listener. */
+#define GW_LISTENER_TCP 0
+#define GW_LISTENER_UNIX 1
+
 struct server {
 	struct gateway *gw;
 	int fds[2];
 	struct loop_io *ios[2];
 	size_t nconns;
 	struct conn *conns; /* every open connection, so shutdown frees them */
+	/* server_budget.c: unauthenticated connections per listener, oldest
+	 * first, and the counts the budgets are checked against. */
+	struct conn *pending_head[2], *pending_tail[2];
+	size_t npending[2], nlistener[2], nlong, total_max, evictions;
+	bool accept_paused; /* out of descriptors: listening resumes at a close */
 	SSL_CTX *tls; /* the TCP listener's, or NULL for plain HTTP */
 	bool mtls; /* tls asks for client certificates (tls_client_ca_file) */
 };
@@ -55,6 +64,12 @@ struct conn {
 	struct conn *peer; /* exec relay: the other end, or NULL */
 	json_t *watch_seen; /* watch streams: id -> last resource_version sent */
 	unsigned watch_failures; /* consecutive ticks the store could not be read */
+	int listener; /* GW_LISTENER_* it came in on */
+	uint32_t peer_addr; /* TCP: the IPv4 source address (network order) */
+	bool pending; /* no request on it authenticated yet (server_budget.c) */
+	bool counted_long; /* an authenticated stream, exec or relay */
+	bool head_seen; /* the request head is complete: the head deadline is over */
+	struct conn *pprev, *pnext; /* srv->pending_head[listener] */
 	struct api_response resp;
 };
 
@@ -64,9 +79,26 @@ bool gw_conn_transition_allowed(enum gw_conn_state from, enum gw_conn_state to);
 /* The one way to change c->state: checks the move and logs it (debug). */
 void server_conn_set_state(struct conn *c, enum gw_conn_state to);
 
+/* server_budget.c */
+void server_budget_init(struct server *s);
+/* Makes room for one more connection on listener l from peer (closing the
+ * oldest unauthenticated one of a full budget); false: refuse it. */
+bool server_budget_admit(struct server *s, int l, uint32_t peer);
+/* Counts c as pending on listener l. */
+void server_budget_add(struct conn *c, int l, uint32_t peer);
+/* A request on c authenticated: it leaves the pending budgets. < 0 when a
+ * long-lived admin connection would eat the sessions' reserve (a 503). */
+int server_budget_trust(struct conn *c, bool session, bool long_lived);
+void server_budget_remove(struct conn *c);
+/* server.c: listening again after descriptors ran out. */
+void server_resume_accepting(struct server *s);
+
 /* server_conn.c */
-/* Takes an accepted socket (TLS when ctx is set); closes it on failure. */
-void server_conn_accept(struct server *s, int fd, SSL_CTX *ctx);
+/* Takes an accepted socket from listener l (TLS when ctx is set); closes
+ * it on failure or when the budgets have no room. */
+void server_conn_accept(struct server *s, int fd, SSL_CTX *ctx, int l, uint32_t peer);
+/* The request head is complete: from now on the idle timeout applies. */
+void server_conn_head_seen(struct conn *c);
 /* Writes as much buffered output as the socket takes; once a final answer
  * is out, shuts the write side and drains. May free c. */
 void server_conn_flush(struct conn *c);

@@ -55,6 +55,8 @@ static const char *reason(int status)
 		return "Request Header Fields Too Large";
 	case 503:
 		return "Service Unavailable";
+	case 507:
+		return "Insufficient Storage";
 	default:
 		return status < 500 ? "Client Error" : "Server Error";
 	}
@@ -240,6 +242,14 @@ static void dispatch(struct conn *c, const struct http_request *hr, const char *
 		.client_cert_verified = gw_tls_peer_verified(c->ssl),
 	};
 	api_handle(c->srv->gw, &req, &c->resp);
+	bool long_lived = c->resp.stream || c->resp.exec_park || c->resp.exec_attach;
+	if (c->resp.authenticated && server_budget_trust(c, c->resp.session, long_lived) < 0) {
+		c->resp.stream = c->resp.exec_park = c->resp.exec_attach = false;
+		server_conn_fail(c, 503, "unavailable",
+				 "too many open streams and exec connections: the rest is kept "
+				 "for supervisor sessions; retry later");
+		return;
+	}
 	if (c->resp.stream) {
 		start_stream(c);
 		return;
@@ -266,6 +276,7 @@ void server_conn_request_bytes(struct conn *c)
 		server_conn_fail(c, err.code == EMSGSIZE ? 431 : 400, "bad_request", err.msg);
 		return;
 	}
+	server_conn_head_seen(c);
 	if (req.form != HTTP_TARGET_ORIGIN) {
 		server_conn_fail(c, 400, "bad_request", "request target must be a path");
 		return;

@@ -38,10 +38,24 @@ int store_prepare(struct store *s, const char *sql, sqlite3_stmt **st, os_error 
 	return 0;
 }
 
+/* A full disk is ENOSPC whichever way SQLite met it (SQLITE_FULL, or an
+ * I/O error whose system errno says so), so callers can answer 507. */
+static int error_code(struct store *s, int rc)
+{
+	int sys = sqlite3_system_errno(s->db);
+	if ((rc & 0xff) == SQLITE_CONSTRAINT)
+		return EEXIST;
+	if ((rc & 0xff) == SQLITE_FULL || sys == ENOSPC)
+		return ENOSPC;
+	if (sys == EDQUOT)
+		return EDQUOT;
+	return EIO;
+}
+
 int store_fail(struct store *s, int rc, const char *what, os_error *err)
 {
-	int code = (rc & 0xff) == SQLITE_CONSTRAINT ? EEXIST : EIO;
-	return os_error_set(err, code, "database: %s: %s", what, sqlite3_errmsg(s->db));
+	return os_error_set(err, error_code(s, rc), "database: %s: %s", what,
+			    sqlite3_errmsg(s->db));
 }
 
 const char *store_col_text(sqlite3_stmt *st, int col)
@@ -55,11 +69,32 @@ int store_exec(struct store *s, const char *sql, os_error *err)
 	char *msg = NULL;
 	int rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
 	if (rc != SQLITE_OK) {
-		os_error_set(err, EIO, "database: %s", msg ? msg : sqlite3_errstr(rc));
+		os_error_set(err, error_code(s, rc), "database: %s",
+			     msg ? msg : sqlite3_errstr(rc));
 		sqlite3_free(msg);
 		return -1;
 	}
 	return 0;
+}
+
+int store_begin(struct store *s, os_error *err)
+{
+	return store_exec(s, "BEGIN IMMEDIATE", err);
+}
+
+int store_commit(struct store *s, os_error *err)
+{
+	if (store_exec(s, "COMMIT", err) < 0) {
+		store_rollback(s);
+		return -1;
+	}
+	return 0;
+}
+
+void store_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		store_exec(s, "ROLLBACK", NULL);
 }
 
 static int current_version(struct store *s, int64_t *v, os_error *err)

@@ -16,6 +16,12 @@ struct store;
 int store_open(const char *path, struct store **out, os_error *err);
 void store_close(struct store *s);
 
+/* One transaction (BEGIN IMMEDIATE ... COMMIT): writes that must land
+ * together, e.g. a sandbox and its first policy. rollback never fails. */
+int store_begin(struct store *s, os_error *err);
+int store_commit(struct store *s, os_error *err);
+void store_rollback(struct store *s);
+
 /* Sandbox rows are JSON objects:
  *   {"id", "name", "record": {driver record}, "phase", "desired", "message",
  *    "exit_code": int|null, "resource_version": int, "token_hash",

@@ -23,7 +23,26 @@
 #define POLICY_NAME_MAX 128
 #define POLICY_MAX_WARNINGS 256 /* kept on a loaded document; the rest are counted */
 
-enum policy_protocol { POLICY_PROTO_NONE = 0, POLICY_PROTO_TCP, POLICY_PROTO_REST };
+enum policy_protocol {
+	POLICY_PROTO_NONE = 0,
+	POLICY_PROTO_TCP,
+	POLICY_PROTO_REST,
+	POLICY_PROTO_JSONRPC, /* JSON-RPC 2.0 over HTTP POST (`json-rpc`) */
+	POLICY_PROTO_MCP, /* MCP over streamable HTTP (`mcp`) */
+};
+/* Requests on the endpoint are parsed and judged (TLS is terminated for it). */
+static inline bool policy_protocol_inspected(enum policy_protocol p)
+{
+	return p == POLICY_PROTO_REST || p == POLICY_PROTO_JSONRPC || p == POLICY_PROTO_MCP;
+}
+static inline bool policy_protocol_is_rpc(enum policy_protocol p)
+{
+	return p == POLICY_PROTO_JSONRPC || p == POLICY_PROTO_MCP;
+}
+/* OpenShell's default cap on a JSON-RPC body buffered for inspection. */
+#define POLICY_JSONRPC_MAX_BODY_DEFAULT (64 * 1024)
+/* Our ceiling: the body waits whole in the proxy's 256 KiB input buffer. */
+#define POLICY_JSONRPC_MAX_BODY_LIMIT (192 * 1024)
 enum policy_tls { POLICY_TLS_AUTO = 0, POLICY_TLS_SKIP };
 /* We default to enforce (OpenShell defaults to audit). */
 enum policy_enforcement { POLICY_ENF_ENFORCE = 0, POLICY_ENF_AUDIT };
@@ -44,10 +63,15 @@ struct policy_query {
 };
 
 struct policy_rule {
-	char *method; /* upper case, or "*" */
-	char *path; /* glob on the canonical path */
+	/* REST: upper case, or "*". json-rpc/mcp: the JSON-RPC method as
+	 * written (case matters), "*", an MCP `tools/` glob, or NULL (an MCP
+	 * rule without method: the endpoint's method profile decides). */
+	char *method;
+	char *path; /* glob on the canonical path (REST only) */
 	struct policy_query *query;
 	size_t n_query;
+	/* mcp: `tool` / `params.name` globs on a tools/call tool name, or NULL. */
+	struct policy_query *tool;
 };
 
 struct policy_endpoint {
@@ -76,6 +100,10 @@ struct policy_endpoint {
 	bool allow_uninspected_credentials;
 	bool request_body_credential_rewrite;
 	bool websocket_credential_rewrite;
+	/* json-rpc / mcp (`json_rpc:` / `mcp:` stanzas) */
+	uint32_t json_rpc_max_body_bytes; /* always set for those protocols */
+	bool mcp_strict_tool_names; /* default true */
+	bool mcp_allow_all_known_methods; /* default false */
 	unsigned line, col;
 	size_t policy_index; /* back-reference into policy_doc.networks */
 	size_t index; /* position in its policy's endpoints */
@@ -189,6 +217,7 @@ enum policy_reason {
 	POLICY_R_NOT_INSPECTED, /* endpoint has no L7 rules: request allowed at L4 */
 	POLICY_R_CREDENTIAL_ENDPOINT_MISMATCH,
 	POLICY_R_METHOD_OVERRIDE_DENIED, /* allowed as sent, not as the method it overrides to */
+	POLICY_R_RPC_INVALID, /* a json-rpc/mcp body that is not a valid message (always refused) */
 	POLICY_R_COUNT_
 };
 
@@ -226,6 +255,12 @@ bool policy_restricts_binaries(const struct policy_gen *g);
 void policy_decide_request(const struct policy_gen *g, const struct policy_endpoint *ep,
 			   const char *method, const char *raw_target, char *canon,
 			   size_t canon_cap, struct policy_decision *out);
+
+/* json-rpc / mcp: one call (request or notification) of a POSTed payload,
+ * on an endpoint whose HTTP request policy_decide_request allowed. tool is
+ * the tools/call tool name or NULL. A denied call denies its whole batch. */
+void policy_decide_rpc_call(const struct policy_gen *g, const struct policy_endpoint *ep,
+			    const char *method, const char *tool, struct policy_decision *out);
 
 /* SSRF: the resolved address a of an allowed endpoint, before connecting. */
 void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a, uint16_t port,

@@ -99,33 +99,10 @@ static void query_parse(const char *q, size_t len, struct qparams *p)
 	}
 }
 
-/* `*` matches any run of bytes; everything else literally. */
-static bool star_match(const char *pat, const char *s)
-{
-	const char *star = NULL, *resume = NULL;
-	while (*s) {
-		if (*pat == '*') {
-			star = pat++;
-			resume = s;
-		} else if (*pat == *s) {
-			pat++;
-			s++;
-		} else if (star) {
-			pat = star + 1;
-			s = ++resume;
-		} else {
-			return false;
-		}
-	}
-	while (*pat == '*')
-		pat++;
-	return *pat == '\0';
-}
-
 static bool globs_match(const struct policy_query *m, const char *v)
 {
 	for (size_t i = 0; i < m->n_globs; i++)
-		if (star_match(m->globs[i], v))
+		if (glob_star_match(m->globs[i], v))
 			return true;
 	return false;
 }
@@ -258,6 +235,10 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 		out->reason = POLICY_R_PATH_REJECTED;
 		snprintf(out->detail, sizeof out->detail, "%s request path rejected: %s", m,
 			 canon_result_name(cr));
+		return;
+	}
+	if (policy_protocol_is_rpc(ep->protocol)) {
+		rpc_decide_transport(ep, m, canon, out);
 		return;
 	}
 	if (ep->protocol != POLICY_PROTO_REST) {

@@ -17,6 +17,13 @@ void policy_rules_free(struct policy_rule *r, size_t n)
 			free(r[i].query[q].globs);
 		}
 		free(r[i].query);
+		if (r[i].tool) {
+			for (size_t g = 0; g < r[i].tool->n_globs; g++)
+				free(r[i].tool->globs[g]);
+			free(r[i].tool->globs);
+			free(r[i].tool->name);
+			free(r[i].tool);
+		}
 	}
 	free(r);
 }
@@ -103,6 +110,7 @@ const char *policy_reason_name(enum policy_reason r)
 		[POLICY_R_NOT_INSPECTED] = "not_inspected",
 		[POLICY_R_CREDENTIAL_ENDPOINT_MISMATCH] = "credential_endpoint_mismatch",
 		[POLICY_R_METHOD_OVERRIDE_DENIED] = "method_override_denied",
+		[POLICY_R_RPC_INVALID] = "rpc_invalid",
 	};
 	if ((unsigned)r >= POLICY_R_COUNT_ || !names[r])
 		return "unknown";

@@ -71,6 +71,10 @@ int ns_setup_mounts(const struct launch_spec *s, os_error *err)
 		return os_error_errno(err, "making / private%s",
 				      errno == EINVAL ? " (/ is not a mount point: a bare chroot?)"
 						      : "");
+	/* Before the private /tmp: a workspace under the host's /tmp (a
+	 * gateway state directory made by mktemp -d) would be hidden by it. */
+	if (s->workspace && bind_workspace(s->workspace, err) < 0)
+		return -1;
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return os_error_errno(err, "mounting a private /proc");
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
@@ -88,8 +92,6 @@ int ns_setup_mounts(const struct launch_spec *s, os_error *err)
 	} else if (errno != ENOENT) {
 		return os_error_errno(err, "opening /proc/sys/vm/memfd_noexec");
 	}
-	if (s->workspace && bind_workspace(s->workspace, err) < 0)
-		return -1;
 	/* Last: the view is built from what exists now (the workspace too). */
 	if (mountview_build(s, err) < 0)
 		return -1;

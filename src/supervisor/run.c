@@ -74,7 +74,9 @@ static int agent_up(const struct sup_options *o, struct sup_run *r, backend_read
 	if (!*spec)
 		return os_error_set(err, ENOMEM, "building the launch spec: out of memory");
 	limits_fill_spec(*spec, o, cg);
+	/* The workspace is this host's, and so are the launcher's passwd and group. */
 	if (egress_fill_spec(r->egress, *spec, url, err) < 0 ||
+	    (o->egress.workdir && launch_spec_sandbox_account(*spec, err) < 0) ||
 	    (o->sandbox_uid && launch_spec_sandbox_uid(*spec, o->sandbox_uid) < 0) ||
 	    (o->egress.workdir && launch_spec_workdir(*spec, o->egress.workdir, err) < 0))
 		return os_error_prefix(err, "building the launch spec");

@@ -5,11 +5,12 @@ providers, JSON output, and auto-starting a gateway when none runs."""
 
 import json
 import os
+import tempfile
 
 import pytest
 
 from tests.lib import build
-from tests.lib.gateway_util import Gateway, supervisors_for, wait_for
+from tests.lib.gateway_util import Gateway, remove_tree, supervisors_for, wait_for
 
 pytestmark = build.needs("openshell", "openshell-gateway", "openshell-supervisor")
 
@@ -78,11 +79,20 @@ def test_create_attaches_and_returns_the_agent_exit_code(gw):
     assert r.returncode == 7, (r.stdout, r.stderr)
     assert "agent says hi-there" in r.stdout
     row = gw.sandbox("att")
-    assert row["phase"] == "Error" and row["exit_code"] == 7
-    assert "exited with code 7" in row["message"]
-    # Positive control: exit 0 is 0.
+    # The agent's own end, as a Pod's: Failed with its code, not Error.
+    assert row["phase"] == "Failed" and row["exit_code"] == 7, row
+    assert "the agent exited with code 7" in row["message"]
+    # Positive control: exit 0 is 0, and Succeeded.
     r = gw.cli("sandbox", "create", "--name", "att0", "--", "/bin/true")
     assert r.returncode == 0, r.stderr
+    row = gw.sandbox("att0")
+    assert row["phase"] == "Succeeded" and row["exit_code"] == 0, row
+    r = gw.cli("sandbox", "list", check=0)
+    assert any(l.split()[:2] == ["att0", "Succeeded"] for l in r.stdout.splitlines()), r.stdout
+    # A finished sandbox starts again, like a stopped one.
+    r = gw.cli("sandbox", "start", "att0")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    gw.wait_phase("att0", "Succeeded")
 
 
 def test_logs_show_agent_output(gw):
@@ -92,6 +102,22 @@ def test_logs_show_agent_output(gw):
              what="log line")
     r = gw.cli("sandbox", "logs", "nosuch")
     assert r.returncode == 1 and "no sandbox" in r.stderr
+
+
+def test_logs_audit_shows_the_supervisors_decisions(gw):
+    gw.cli("sandbox", "create", "--name", "aud", "--detach", "--", "/bin/sh", "-c",
+           "curl -s -o /dev/null https://denied.test/x; sleep 300", check=0)
+
+    def denial():
+        out = gw.cli("sandbox", "logs", "aud", "--audit").stdout
+        recs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+        return [r for r in recs if r.get("host") == "denied.test" and r.get("decision") == "deny"]
+    wait_for(denial, 15, what="the denial in the audit log")
+    # The supervisor's own log is another stream: no decision records there.
+    plain = gw.cli("sandbox", "logs", "aud").stdout
+    assert '"decision":"deny"' not in plain.replace(" ", "")
+    r = gw.cli("sandbox", "logs", "aud", "--audit", "--bogus")
+    assert r.returncode == 2
 
 
 def test_bad_input_errors_say_what_to_do(gw):
@@ -193,3 +219,26 @@ def test_agent_works_in_its_workspace_and_it_persists(gw, tmp_path):
     r = gw.cli("sandbox", "create", "--name", "ws2", "--policy", pol, "--", "/bin/sh", "-c",
                "echo x > /etc/should-not-exist")
     assert r.returncode != 0 and not os.path.exists("/etc/should-not-exist")
+
+
+def test_state_directory_under_tmp_still_binds_the_workspace(tmp_path):
+    """The agent gets a private /tmp; a gateway state directory under the
+    host's /tmp (mktemp -d, as first-time users and tests do) must still
+    give it its workspace on /sandbox."""
+    state = tempfile.mkdtemp(prefix="osgw-", dir="/tmp")
+    g = Gateway(state_dir=state)
+    try:
+        g.start()
+        pol = write(tmp_path, "ws.yaml", WORKSPACE_POLICY)
+        r = g.cli("sandbox", "create", "--name", "intmp", "--policy", pol, "--", "/bin/sh",
+                  "-c", 'echo "cwd=$(pwd)"; echo from-agent > note.txt; ls -a /tmp')
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert "cwd=/sandbox" in r.stdout, r.stdout
+        sid = g.sandbox("intmp")["id"]
+        with open(os.path.join(g.sandbox_dir(sid), "workspace", "note.txt")) as f:
+            assert f.read() == "from-agent\n"
+        # Its /tmp is still its own: the host's state directory is not in it.
+        assert os.path.basename(state) not in r.stdout, r.stdout
+    finally:
+        g.cleanup()
+        remove_tree(state)

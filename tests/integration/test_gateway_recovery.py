@@ -62,7 +62,9 @@ def test_sandbox_that_died_while_the_gateway_was_down_is_reported(gw):
     gw.start()
     row = gw.wait_phase("dies", "Error")
     assert row["exit_code"] == 128 + signal.SIGKILL
-    assert "137" in row["message"]
+    # A killed supervisor, not "the agent exited with code 137".
+    assert "the supervisor was killed by signal 9 (SIGKILL)" in row["message"], row
+    assert "agent exited" not in row["message"]
 
 
 def test_kill_9_between_spawn_and_record_then_restart_is_consistent(gw):
@@ -315,6 +317,7 @@ def test_run_dir_of_a_killed_supervisor_is_removed_when_found_dead(gw):
     os.kill(pid, signal.SIGKILL)  # no chance to clean up after itself
     row = gw.wait_phase("killed", "Error")
     assert row["exit_code"] == 128 + signal.SIGKILL  # recorded, not "lost"
+    assert "killed by signal 9" in row["message"], row
     assert not os.path.exists(run_dir(sid))  # the driver removed what it left
     assert gw.request("DELETE", "/v1/sandboxes/killed")[0] == 202
     wait_for(lambda: gw.sandbox("killed") is None, 30, what="deleted")

@@ -69,8 +69,8 @@ static void documented_example_loads_with_its_meaning(void **state)
 {
 	struct policy_doc *d = load_example("documented.yaml");
 	assert_true(d->include_workdir);
-	assert_int_equal(d->n_read_only, 5);
-	assert_string_equal(d->read_only[4], "/dev/urandom");
+	assert_int_equal(d->n_read_only, 7);
+	assert_string_equal(d->read_only[6], "/dev/urandom");
 	assert_int_equal(d->n_read_write, 2);
 	assert_int_equal(d->landlock, POLICY_LANDLOCK_BEST_EFFORT);
 	assert_true(d->run_as_user.set && d->run_as_user.is_sandbox);

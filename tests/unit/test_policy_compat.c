@@ -54,7 +54,8 @@ static uint16_t port_of(const char *name, const char *s)
 	return (uint16_t)v;
 }
 
-/* One line: connect H P BIN V | request H P BIN METHOD PATH V | address H P BIN IP V. */
+/* One line: connect H P BIN V | request H P BIN METHOD PATH V | address H P BIN IP V
+ * | rpc H P BIN RPC_METHOD TOOL V. */
 static void check_decision(const char *name, const struct policy_gen *g, char *line)
 {
 	char *f[MAX_FIELDS];
@@ -75,6 +76,17 @@ static void check_decision(const char *name, const struct policy_gen *g, char *l
 		if (allowed != want_allow(name, f[6]))
 			fail_msg("%s: request %s %s %s on %s:%s: got %s", name, f[3], f[4], f[5],
 				 f[1], f[2], allowed ? "allow" : "deny");
+	} else if (!strcmp(f[0], "rpc") && n == 7) {
+		/* rpc H P BIN METHOD TOOL V: one JSON-RPC / MCP call ("-": no tool) */
+		if (allowed) {
+			struct policy_decision r;
+			policy_decide_rpc_call(g, d.endpoint, f[4], strcmp(f[5], "-") ? f[5] : NULL,
+					       &r);
+			allowed = r.verdict != POLICY_DENY;
+		}
+		if (allowed != want_allow(name, f[6]))
+			fail_msg("%s: rpc %s %s on %s:%s: got %s", name, f[4], f[5], f[1], f[2],
+				 allowed ? "allow" : "deny");
 	} else if (!strcmp(f[0], "address") && n == 6) {
 		if (allowed) {
 			struct ip_addr a;

@@ -68,8 +68,17 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 	unsigned long long start = procfs_stat_read(sup, &pst, NULL) == 0 ? pst.start_time : 0;
 	char line[96];
 	snprintf(line, sizeof(line), "%d %llu %llu\n", (int)sup, start, (unsigned long long)mark);
-	if (write_small(dir, "supervisor.pid", line, NULL) < 0)
-		kill(sup, SIGKILL); /* unrecorded, it would be an orphan nobody can stop */
+	if (write_small(dir, "supervisor.pid", line, NULL) < 0) {
+		/* Unrecorded, it would be an orphan nobody can stop; the driver
+		 * learns why ("E errno"), e.g. a full disk it can wait out. */
+		int saved = errno;
+		kill(sup, SIGKILL);
+		snprintf(line, sizeof(line), "E %d\n", saved);
+		(void)!write(report_fd, line, strlen(line));
+		while (waitpid(sup, NULL, 0) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
 	(void)!write(report_fd, line, strlen(line));
 	close(report_fd);
 	/* WNOWAIT: the supervisor stays a zombie until "exit" is written, so
@@ -80,9 +89,19 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 	siginfo_t si = { 0 };
 	while (waitid(P_PID, (id_t)sup, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 		;
-	int code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
-	snprintf(line, sizeof(line), "%d\n", code);
-	write_small(dir, "exit", line, NULL);
+	/* "CODE" for an exit, "signal N" for a kill: a killed supervisor is not
+	 * an agent that exited with 128+N. */
+	if (si.si_code == CLD_EXITED)
+		snprintf(line, sizeof(line), "%d\n", si.si_status);
+	else
+		snprintf(line, sizeof(line), "signal %d\n", si.si_status);
+	/* A full disk is waited out: without this file the sandbox would read
+	 * as lost instead of exited with its code (it stays "recording its exit
+	 * status" meanwhile, the supervisor a zombie). */
+	os_error werr = { 0 };
+	while (write_small(dir, "exit", line, &werr) < 0 &&
+	       (werr.code == ENOSPC || werr.code == EDQUOT))
+		sleep(1);
 	while (waitpid(sup, NULL, 0) < 0 && errno == EINTR)
 		;
 	_exit(0);
@@ -132,6 +151,11 @@ static int wait_report(int fd, struct local_pid *out, os_error *err)
 	line[have] = '\0';
 	if (!memchr(line, '\n', have))
 		return os_error_set(err, EIO, "the monitor died before starting the supervisor");
+	uint64_t code = 0;
+	if (line[0] == 'E' &&
+	    parse_u64(line + 2, strcspn(line + 2, "\n"), 1, 4095, &code, NULL) == 0)
+		return os_error_set(err, (int)code, "recording the supervisor's pid: %s",
+				    strerror((int)code));
 	return parse_pid_line(line, out, err);
 }
 
@@ -200,7 +224,7 @@ int local_proc_signal(const struct local_pid *p, int sig, os_error *err)
 	return 0;
 }
 
-int local_proc_exit_code(const char *dir, int *code)
+int local_proc_exit_code(const char *dir, int *code, int *signo)
 {
 	char path[4096];
 	_cleanup_free_ char *data = NULL;
@@ -211,8 +235,13 @@ int local_proc_exit_code(const char *dir, int *code)
 		return 0;
 	while (len > 0 && data[len - 1] == '\n')
 		data[--len] = '\0';
-	if (parse_u64(data, len, 0, 255, &v, NULL) < 0)
+	static const char killed[] = "signal ";
+	bool by_signal = len > strlen(killed) && !strncmp(data, killed, strlen(killed));
+	size_t skip = by_signal ? strlen(killed) : 0;
+	if (parse_u64(data + skip, len - skip, by_signal ? 1 : 0, by_signal ? 64 : 255, &v, NULL) <
+	    0)
 		return 0;
-	*code = (int)v;
+	*signo = by_signal ? (int)v : 0;
+	*code = by_signal ? 128 + (int)v : (int)v; /* the shell's convention */
 	return 1;
 }

@@ -194,17 +194,24 @@ static void fill_env(struct egress *e, json_t *env, const char *proxy_url)
 {
 	static const char *const proxy_vars[] = { "HTTP_PROXY",	 "HTTPS_PROXY", "http_proxy",
 						  "https_proxy", "ALL_PROXY",	"all_proxy" };
-	static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
-					       "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-					       "GIT_SSL_CAINFO" };
+	/* Each runtime's own name for "trust this bundle" (system roots + the
+	 * sandbox CA); Node adds NODE_EXTRA_CA_CERTS to its built-in roots, so
+	 * it gets the CA alone. */
+	static const char *const bundle_vars[] = { "SSL_CERT_FILE",	"REQUESTS_CA_BUNDLE",
+						   "CURL_CA_BUNDLE",	"GIT_SSL_CAINFO",
+						   "NPM_CONFIG_CAFILE", "PIP_CERT",
+						   "AWS_CA_BUNDLE" };
 	for (size_t i = 0; i < ARRAY_SIZE(proxy_vars); i++)
 		json_object_set_new(env, proxy_vars[i], json_string(proxy_url));
+	/* Node >= 22.21 / 24 honours the proxy variables only when asked. */
+	json_object_set_new(env, "NODE_USE_ENV_PROXY", json_string("1"));
 	json_object_set_new(env, "NO_PROXY", json_string("localhost,127.0.0.1,::1"));
 	json_object_set_new(env, "no_proxy", json_string("localhost,127.0.0.1,::1"));
-	if (e->cfg.ca)
-		for (size_t i = 0; i < ARRAY_SIZE(ca_vars); i++)
-			json_object_set_new(env, ca_vars[i],
-					    json_string(i == 3 ? e->ca_path : e->bundle_path));
+	if (e->cfg.ca) {
+		for (size_t i = 0; i < ARRAY_SIZE(bundle_vars); i++)
+			json_object_set_new(env, bundle_vars[i], json_string(e->bundle_path));
+		json_object_set_new(env, "NODE_EXTRA_CA_CERTS", json_string(e->ca_path));
+	}
 	char **vars = NULL;
 	size_t n = 0;
 	if (e->cfg.creds && credentials_agent_env(e->cfg.creds, &vars, &n, NULL) == 0) {

@@ -5,9 +5,12 @@
 #ifndef OS_PROXY_INTERNAL_H
 #define OS_PROXY_INTERNAL_H
 
+#include <jansson.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <sys/types.h>
+
+#include <jansson.h>
 
 #include "buf.h"
 #include "http.h"
@@ -159,6 +162,13 @@ void conn_step(struct conn *c);
 struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial);
 const struct proxy_config *proxy_cfg(const struct proxy *p);
 struct secret_echo *proxy_echo(const struct proxy *p);
+struct denials *proxy_denials(const struct proxy *p);
+/* proxy_secret_guard.c: does c lead to an upstream holding a secret (by its
+ * name or its connected address); c has just sent one there. */
+bool conn_holds_secret(const struct conn *c);
+void conn_mark_secret_holder(struct conn *c);
+/* Closes every open L4 tunnel that now leads to a secret holder. */
+void proxy_close_secret_tunnels(struct proxy *p);
 struct loop *proxy_loop(const struct proxy *p);
 /* Re-counts c's buffers in the proxy's budget (after they grew or shrank). */
 void conn_charge(struct conn *c);
@@ -171,8 +181,12 @@ bool conn_take_upstream(struct conn *c);
 void conn_put_upstream(struct conn *c);
 
 /* proxy_reply.c: answers to the agent, each with an audit record */
+/* Queues a complete JSON answer (body is consumed) and closes after it. */
+void reply_json(struct conn *c, int status, json_t *body, const char *policy_header);
 void reply_error(struct conn *c, int status, const char *error, const char *detail,
 		 const char *reason);
+/* A local answer (policy.local): 200/404/405, no Proxy-Status error. Takes body. */
+void reply_local_json(struct conn *c, int status, json_t *body);
 void reply_policy_denied(struct conn *c, const struct policy_decision *d, const char *method,
 			 const char *path);
 void audit_decision(struct conn *c, const char *event, const char *decision, const char *reason,
@@ -182,6 +196,14 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 enum step_result request_head_step(struct conn *c);
 /* The first of the two caller lookups, when the connection is accepted. */
 void proxy_identify_at_accept(struct conn *c);
+/* proxy_local.c: answers a plain request to http://policy.local/... */
+void proxy_serve_local(struct conn *c, const struct http_request *req);
+
+/* proxy_rpc.c: json-rpc / mcp endpoints; RPC_WAIT: the body is not all
+ * here yet (the head is parsed again when more bytes arrive). */
+enum rpc_step { RPC_FORWARD, RPC_WAIT, RPC_ANSWERED };
+enum rpc_step proxy_judge_rpc(struct conn *c, const struct http_request *req, const char *method,
+			      const char *path, size_t consumed);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);

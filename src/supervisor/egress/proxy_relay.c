@@ -264,8 +264,7 @@ static int response_head(struct conn *c, bool *took, os_error *err)
 	if (r <= 0)
 		return r;
 	http_parser_reset(&c->rparser);
-	c->masking = c->injected || c->inference ||
-		     secret_echo_marked(proxy_echo(c->proxy), c->host, c->port);
+	c->masking = c->injected || c->inference || conn_holds_secret(c);
 	bool final = resp.status < 100 || resp.status >= 200;
 	if (c->masking && encoded(&resp))
 		return os_error_set(err, EPROTO,
