@@ -323,6 +323,9 @@ static struct figures measure(size_t n, size_t lookups)
 		rmdir(cg);
 	identity_ctx_free(with_cg);
 	identity_ctx_free(without);
+	for (int k = 0; k < 4; k++)
+		free(v[k]);
+	free(id);
 	return f;
 }
 
