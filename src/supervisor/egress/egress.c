@@ -105,7 +105,7 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 	    (o->inference_path &&
 	     inference_routes_load(o->inference_path, &e->cfg.inference, err) < 0) ||
 	    (o->run_dir && setup_ca(e, err) < 0) ||
-	    !(e->cfg.upstream_tls = tls_client_ctx_new(o->upstream_ca, err))) {
+	    upstream_trust_get(o->upstream_ca, &e->cfg.upstream_trust, err) < 0) {
 		egress_free(e);
 		return -1;
 	}
@@ -281,12 +281,13 @@ static int set_identity_tree(struct egress *e, struct identity_ctx *id, os_error
 	return identity_ctx_set_tree(id, &t, err);
 }
 
-int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err)
+int egress_bind_agent(struct egress *e, pid_t entry_pid, const char *cgroup_dir, os_error *err)
 {
 	struct identity_ctx *id;
 	if (identity_ctx_new(entry_pid, &id, err) < 0)
 		return os_error_prefix(err, "caller identity");
-	if (set_identity_tree(e, id, err) < 0) {
+	if ((cgroup_dir && identity_ctx_set_cgroup(id, cgroup_dir, err) < 0) ||
+	    set_identity_tree(e, id, err) < 0) {
 		identity_ctx_free(id);
 		return os_error_prefix(err, "caller identity");
 	}
@@ -416,7 +417,7 @@ void egress_free(struct egress *e)
 	credentials_free(e->cfg.creds);
 	inference_routes_free(e->cfg.inference);
 	tls_ca_free(e->cfg.ca);
-	SSL_CTX_free(e->cfg.upstream_tls);
+	upstream_trust_put(e->cfg.upstream_trust);
 	if (e->holder)
 		policy_holder_free(e->holder);
 	audit_close(e->audit);

@@ -593,6 +593,53 @@ def id_child_of_allowed_interpreter():
                           "http://api.test:8000/interp-child"])}
 
 
+# ---- identity across socket families and shared sockets (test_identity_sharing.py) ------
+LD_SO = "/lib64/ld-linux-x86-64.so.2"  # python3 under it is another binary: ld.so
+SHARE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sock_share.py")
+JAVA = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
+
+
+def with_status(r):
+    """The program's last output line is its JSON answer."""
+    try:
+        r.update(json.loads(r["out"].strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        r["status"] = 0
+    return r
+
+
+def share(move, url, as_loader=False):
+    host, port = proxy_addr()
+    argv = [sys.executable, SHARE, move, host, str(port), url, LD_SO]
+    return with_status(run([LD_SO, *argv] if as_loader else argv, timeout=40))
+
+
+def java_get(url):
+    host, port = proxy_addr()
+    return with_status(run([JAVA, os.path.join(os.path.dirname(SHARE), "JavaGet.java"), host,
+                            str(port), url], timeout=60))
+
+
+@probe
+def sh_families():
+    """ld.so-python is allowed for other.test, plain python3 is not."""
+    return {"v6_allowed": share("v6", "http://other.test:8000/sh-v6-allowed", as_loader=True),
+            "v6_denied": share("v6", "http://other.test:8000/sh-v6-denied"),
+            "v4_allowed": share("fork-shared", "http://other.test:8000/sh-v4-allowed",
+                                as_loader=True),
+            "java": java_get("http://upstream.test:8000/sh-java"),
+            "java_denied": java_get("http://other.test:8000/sh-java-denied")}
+
+
+@probe
+def sh_passing():
+    return {"pass_drop": share("pass-drop", "http://other.test:8000/sh-pass-drop"),
+            "pass_keep": share("pass-keep", "http://other.test:8000/sh-pass-keep"),
+            "share_denied": share("share-denied", "http://other.test:8000/sh-share-denied",
+                                  as_loader=True),
+            "exit_now": share("exit-now", "http://other.test:8000/sh-exit-now")}
+
+
 # ---- credential leakage -------------------------------------------------------------
 PH = "openshell:resolve:env:GITHUB_TOKEN"
 
