@@ -41,16 +41,20 @@ struct parser {
 	size_t n_spreads, cap_spreads;
 };
 
-/* Growth is bounded by the token cap: each entry consumes a token. */
-static int grow(struct parser *P, void **arr, size_t *cap, size_t n, size_t size)
+/* Growth is bounded by the token cap: each entry consumes a token. arrp
+ * points at the array pointer (read and written with memcpy: it may be
+ * any object pointer type). */
+static int grow(struct parser *P, void *arrp, size_t *cap, size_t n, size_t size)
 {
 	if (n < *cap)
 		return 0;
+	void *arr;
+	memcpy(&arr, arrp, sizeof arr);
 	size_t nc = *cap ? *cap * 2 : 16;
-	void *p = reallocarray(*arr, nc, size);
+	void *p = reallocarray(arr, nc, size);
 	if (!p)
 		return os_error_set(P->lx.err, ENOMEM, "out of memory parsing a GraphQL document");
-	*arr = p;
+	memcpy(arrp, &p, sizeof p);
 	*cap = nc;
 	return 0;
 }
@@ -200,7 +204,7 @@ static int parse_variable_definitions(struct parser *P)
 
 static int new_set(struct parser *P)
 {
-	if (grow(P, (void **)&P->set_first, &P->cap_sets, P->n_sets, sizeof *P->set_first) < 0)
+	if (grow(P, &P->set_first, &P->cap_sets, P->n_sets, sizeof *P->set_first) < 0)
 		return -1;
 	P->set_first[P->n_sets] = -1;
 	return (int)P->n_sets++;
@@ -209,7 +213,7 @@ static int new_set(struct parser *P)
 static int add_item(struct parser *P, int set, int *last, enum item_kind k,
 		    const struct gq_token *name, int child)
 {
-	if (grow(P, (void **)&P->items, &P->cap_items, P->n_items, sizeof *P->items) < 0)
+	if (grow(P, &P->items, &P->cap_items, P->n_items, sizeof *P->items) < 0)
 		return -1;
 	int i = (int)P->n_items++;
 	P->items[i] = (struct item){ .kind = k, .child = child, .next = -1 };
@@ -232,8 +236,7 @@ static int parse_spread(struct parser *P, bool keep, int set, int *last)
 	const struct gq_token *t = cur(P);
 	if (t->kind == GQ_NAME && !is_name(t, "on")) { /* ...FragmentName */
 		struct gq_token name = *t;
-		if (grow(P, (void **)&P->spreads, &P->cap_spreads, P->n_spreads,
-			 sizeof *P->spreads) < 0)
+		if (grow(P, &P->spreads, &P->cap_spreads, P->n_spreads, sizeof *P->spreads) < 0)
 			return -1;
 		P->spreads[P->n_spreads++] = name;
 		if (next(P) < 0 || parse_directives(P, false) < 0)
@@ -286,7 +289,7 @@ static int parse_selection_set(struct parser *P, bool keep, int *set_out)
 
 static int add_def(struct parser *P, const struct def *d)
 {
-	if (grow(P, (void **)&P->defs, &P->cap_defs, P->n_defs, sizeof *P->defs) < 0)
+	if (grow(P, &P->defs, &P->cap_defs, P->n_defs, sizeof *P->defs) < 0)
 		return -1;
 	P->defs[P->n_defs++] = *d;
 	return 0;
@@ -406,7 +409,7 @@ static int check_names(struct parser *P)
 
 struct collect {
 	struct parser *P;
-	bool *visited; /* per def */
+	unsigned char *state; /* per def: 0 unseen, 1 being expanded, 2 done */
 	struct graphql_operation *op;
 };
 
@@ -428,8 +431,10 @@ static int add_field(struct collect *C, const struct gq_token *t)
 }
 
 /* The root fields of a set, through inline fragments and spreads (each
- * fragment once: a field set does not grow by expanding it twice). depth
- * bounds the recursion through fragment chains. */
+ * fragment once: a field set does not grow by expanding it twice). A
+ * fragment that spreads itself is refused (the specification forbids
+ * cycles; its fields could never be known). depth bounds the recursion
+ * through fragment chains. */
 static int collect(struct collect *C, int set, unsigned depth)
 {
 	if (depth > GRAPHQL_DEPTH_MAX)
@@ -446,9 +451,14 @@ static int collect(struct collect *C, int set, unsigned depth)
 		} else {
 			const struct def *f = find_fragment(C->P, &it->name);
 			size_t fi = (size_t)(f - C->P->defs);
-			if (!C->visited[fi]) {
-				C->visited[fi] = true;
+			if (C->state[fi] == 1)
+				return gq_fail(&C->P->lx, &it->name,
+					       "fragment '%.*s' spreads itself (a cycle)",
+					       (int)it->name.len, it->name.p);
+			if (C->state[fi] == 0) {
+				C->state[fi] = 1;
 				rc = collect(C, f->set, depth + 1);
+				C->state[fi] = 2;
 			}
 		}
 		if (rc < 0)
@@ -495,11 +505,11 @@ static int build(struct parser *P, const char *operation_name, struct graphql_op
 	if (d->name.len && !(out->name = strndup(d->name.p, d->name.len)))
 		return os_error_set(P->lx.err, ENOMEM, "out of memory");
 	out->fields = calloc(GRAPHQL_FIELDS_MAX, sizeof *out->fields);
-	bool *visited = calloc(P->n_defs, sizeof *visited);
-	struct collect C = { .P = P, .visited = visited, .op = out };
-	int rc = out->fields && visited ? collect(&C, d->set, 0)
-					: os_error_set(P->lx.err, ENOMEM, "out of memory");
-	free(visited);
+	unsigned char *state = calloc(P->n_defs, sizeof *state);
+	struct collect C = { .P = P, .state = state, .op = out };
+	int rc = out->fields && state ? collect(&C, d->set, 0)
+				      : os_error_set(P->lx.err, ENOMEM, "out of memory");
+	free(state);
 	if (rc == 0)
 		qsort(out->fields, out->n_fields, sizeof *out->fields, cmp_str);
 	return rc;

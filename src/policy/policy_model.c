@@ -24,6 +24,7 @@ void policy_rules_free(struct policy_rule *r, size_t n)
 			free(r[i].tool->name);
 			free(r[i].tool);
 		}
+		policy_graphql_ops_free(r[i].graphql, r[i].graphql ? 1 : 0);
 	}
 	free(r);
 }
@@ -37,6 +38,7 @@ static void endpoint_free(struct policy_endpoint *ep)
 	free(ep->allowed_ips);
 	free(ep->credential_provider);
 	free(ep->path);
+	policy_graphql_ops_free(ep->graphql_registry, ep->n_graphql_registry);
 }
 
 static void strv_free(char **v, size_t n)
@@ -111,6 +113,8 @@ const char *policy_reason_name(enum policy_reason r)
 		[POLICY_R_CREDENTIAL_ENDPOINT_MISMATCH] = "credential_endpoint_mismatch",
 		[POLICY_R_METHOD_OVERRIDE_DENIED] = "method_override_denied",
 		[POLICY_R_RPC_INVALID] = "rpc_invalid",
+		[POLICY_R_GRAPHQL_INVALID] = "graphql_invalid",
+		[POLICY_R_GRAPHQL_UNREGISTERED] = "graphql_persisted_query_unregistered",
 	};
 	if ((unsigned)r >= POLICY_R_COUNT_ || !names[r])
 		return "unknown";

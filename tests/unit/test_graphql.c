@@ -74,8 +74,11 @@ static void aliases_and_fragments_do_not_hide_fields(void **state)
 	accepted("{ viewer { deleteRepo } }", NULL, "query - viewer");
 	/* A fragment spread nested under a field does not lift its fields. */
 	accepted("{ viewer { ...F } } fragment F on User { deleteRepo }", NULL, "query - viewer");
-	/* Cycles at the root expand once and end. */
-	accepted("{ ...A } fragment A on Query { a ...B } fragment B on Query { b ...A }", NULL,
+	/* Cycles are refused; a fragment spread twice (no cycle) is fine. */
+	refused("{ ...A } fragment A on Query { a ...B } fragment B on Query { b ...A }", NULL,
+		"line 1, column 68: fragment 'A' spreads itself");
+	refused("subscription { ...A } fragment A on S { ...A }", NULL, "spreads itself");
+	accepted("{ ...A ...B } fragment A on Q { a ...B } fragment B on Q { b }", NULL,
 		 "query - a,b");
 	accepted("{ __typename }", NULL, "query - __typename");
 }
