@@ -205,6 +205,21 @@ enum rpc_step { RPC_FORWARD, RPC_WAIT, RPC_ANSWERED };
 enum rpc_step proxy_judge_rpc(struct conn *c, const struct http_request *req, const char *method,
 			      const char *path, size_t consumed);
 
+/* proxy_body.c: a body judged whole: 411 when chunked, 413 over cap,
+ * RPC_WAIT until it is all buffered, then RPC_FORWARD (judge it). */
+struct whole_body {
+	const char *what; /* "JSON-RPC", "GraphQL" */
+	uint64_t cap;
+	const char *cap_name; /* the policy key that sets cap */
+	const char *chunked_reason, *too_large_reason;
+};
+enum rpc_step proxy_whole_body(struct conn *c, const struct http_request *req,
+			       const struct whole_body *w, size_t consumed);
+
+/* proxy_graphql.c: graphql endpoints (same steps as proxy_judge_rpc). */
+enum rpc_step proxy_judge_graphql(struct conn *c, const struct http_request *req,
+				  const char *method, const char *path, size_t consumed);
+
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);
 void upstream_drop(struct conn *c);

@@ -356,6 +356,8 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	if (!proxy_judge_shape(c, req, method, raw, logged, &d))
 		return;
 	enum rpc_step rs = proxy_judge_rpc(c, req, method, logged, consumed);
+	if (rs == RPC_FORWARD)
+		rs = proxy_judge_graphql(c, req, method, logged, consumed);
 	if (rs != RPC_FORWARD)
 		return; /* answered, or waiting for the rest of the body */
 	audit_decision(c, "http", d.verdict == POLICY_AUDIT ? "audit" : "allow",
