@@ -300,6 +300,12 @@ struct policy_graphql_request {
 void policy_decide_graphql(const struct policy_gen *g, const struct policy_endpoint *ep,
 			   const struct policy_graphql_request *op, struct policy_decision *out);
 
+/* mcp: a request or notification the server sends (in an event stream):
+ * the same rules judge what either peer may send; the method profile
+ * covers the core methods a server sends. A denied one is not delivered. */
+void policy_decide_mcp_server_message(const struct policy_gen *g, const struct policy_endpoint *ep,
+				      const char *method, struct policy_decision *out);
+
 /* SSRF: the resolved address a of an allowed endpoint, before connecting. */
 void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a, uint16_t port,
 			   struct policy_decision *out);

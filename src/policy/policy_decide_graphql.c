@@ -107,13 +107,15 @@ static void describe(struct policy_decision *out, const struct policy_endpoint *
 	for (size_t i = 0; i < op->n_fields && o < sizeof fields; i++)
 		o += (size_t)snprintf(fields + o, sizeof fields - o, "%s%s", i ? "," : "",
 				      op->fields[i]);
-	snprintf(out->detail, sizeof out->detail, "GraphQL %s %.100s {%s} %s by %s of policy %s",
+	/* "... blocked by deny_rules[0] of policy P", or, no rule decided,
+	 * "... not permitted by policy P". */
+	snprintf(out->detail, sizeof out->detail, "GraphQL %s %.100s {%s} %s by %s%spolicy %s",
 		 graphql_op_type_name((enum graphql_op_type)op->type), op->name ? op->name : "-",
 		 fields,
 		 r == POLICY_R_DENY_RULE ? "blocked"
 		 : violation		 ? "not permitted"
 					 : "permitted",
-		 out->rule[0] ? out->rule : "policy", out->policy);
+		 out->rule[0] ? out->rule : "", out->rule[0] ? " of " : "", out->policy);
 }
 
 void policy_decide_graphql(const struct policy_gen *g, const struct policy_endpoint *ep,

@@ -90,18 +90,19 @@ static bool has_tool_allows(const struct policy_endpoint *ep)
 	return false;
 }
 
-void policy_decide_rpc_call(const struct policy_gen *g, const struct policy_endpoint *ep,
-			    const char *method, const char *tool, struct policy_decision *out)
+static void decide(const struct policy_gen *g, const struct policy_endpoint *ep, const char *method,
+		   const char *tool, bool from_client, struct policy_decision *out)
 {
 	memset(out, 0, sizeof *out);
 	out->endpoint = ep;
 	out->policy = g->doc->networks[ep->policy_index].name;
 	bool mcp = ep->protocol == POLICY_PROTO_MCP;
-	enum mcp_method_class cls = mcp ? mcp_method_class(method, true) : MCP_EXTENSION;
+	enum mcp_method_class cls = mcp ? mcp_method_class(method, from_client) : MCP_EXTENSION;
 	if (mcp && cls == MCP_WRONG_DIRECTION) {
 		out->reason = POLICY_R_RPC_INVALID; /* refused even under audit */
-		snprintf(out->detail, sizeof out->detail,
-			 "MCP method %.100s is sent by servers, not clients", method);
+		snprintf(out->detail, sizeof out->detail, "MCP method %.100s is sent by %s, not %s",
+			 method, from_client ? "servers" : "clients",
+			 from_client ? "clients" : "servers");
 		return;
 	}
 	if (mcp && tool && ep->mcp_strict_tool_names && !mcp_tool_name_ok(tool)) {
@@ -134,4 +135,16 @@ void policy_decide_rpc_call(const struct policy_gen *g, const struct policy_endp
 			return;
 		}
 	describe(out, ep, true, POLICY_R_NO_MATCHING_RULE, method, tool);
+}
+
+void policy_decide_rpc_call(const struct policy_gen *g, const struct policy_endpoint *ep,
+			    const char *method, const char *tool, struct policy_decision *out)
+{
+	decide(g, ep, method, tool, true, out);
+}
+
+void policy_decide_mcp_server_message(const struct policy_gen *g, const struct policy_endpoint *ep,
+				      const char *method, struct policy_decision *out)
+{
+	decide(g, ep, method, NULL, false, out);
 }

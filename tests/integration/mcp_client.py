@@ -10,6 +10,7 @@ server's messages delivered to it as {"delivered": [...]}. Timeouts are short: a
 answer reports an error."""
 import asyncio
 import json
+import os
 import sys
 from datetime import timedelta
 
@@ -33,7 +34,8 @@ async def on_sampling(context, params):
 async def session(url, steps, out):
     async with streamablehttp_client(url, timeout=10, sse_read_timeout=10) as (r, w, _):
         async with ClientSession(r, w, logging_callback=on_log, sampling_callback=on_sampling,
-                                 read_timeout_seconds=timedelta(seconds=8)) as s:
+                                 read_timeout_seconds=timedelta(
+                                     seconds=float(os.environ.get("MCP_READ_TIMEOUT", "8")))) as s:
             await s.initialize()
             for step in steps:
                 try:

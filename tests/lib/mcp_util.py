@@ -27,11 +27,11 @@ def python():
 class Server:
     """mcp_server.py at UPSTREAM_IP:port inside the upstream's namespace."""
 
-    def __init__(self, upstream, port, mode="sse"):
+    def __init__(self, upstream, port, mode="sse", addr=UPSTREAM_IP):
         self.log = os.path.join(upstream.dir, f"mcp-{port}.log")
         open(self.log, "w").close()
         self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", upstream.ns, python(), SERVER, UPSTREAM_IP, str(port),
+            ["ip", "netns", "exec", upstream.ns, python(), SERVER, addr, str(port),
              self.log, mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stdout.readline().strip() == "ready", self.proc.stderr.read()
         self._wait_listening(upstream, port)

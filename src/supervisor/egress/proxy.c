@@ -87,7 +87,7 @@ unsigned proxy_upstream_count(const struct proxy *p)
 static size_t conn_held(const struct conn *c)
 {
 	return c->cin.alloc + c->cout.alloc + c->uin.alloc + c->uout.alloc + c->piped[0] +
-	       c->piped[1];
+	       c->piped[1] + proxy_sse_held(c);
 }
 
 static size_t conn_footprint(const struct conn *c)
@@ -201,6 +201,7 @@ static void conn_free(struct loop *l, void *data)
 	buf_free(&c->cout);
 	buf_free(&c->uin);
 	buf_free(&c->uout);
+	proxy_sse_stop(c);
 	free(c->chain_store);
 	free(c);
 }

@@ -138,6 +138,11 @@ struct conn {
 	bool mem_waiting;
 	struct loop_defer *resume;
 	bool up_slot; /* holds one of the sandbox's upstream connection slots */
+	/* An MCP server's event stream being judged (proxy_sse.c), or NULL;
+	 * sse_in holds its decoded body bytes not yet parsed. */
+	struct sse_parser *sse;
+	struct buf sse_in;
+	bool mcp_json; /* ...or a JSON answer, judged once whole */
 };
 
 /* What one connection costs beyond its buffers: the record itself, its loop
@@ -219,6 +224,18 @@ enum rpc_step proxy_whole_body(struct conn *c, const struct http_request *req,
 /* proxy_graphql.c: graphql endpoints (same steps as proxy_judge_rpc). */
 enum rpc_step proxy_judge_graphql(struct conn *c, const struct http_request *req,
 				  const char *method, const char *path, size_t consumed);
+
+/* proxy_sse.c: MCP answers, judged before the agent sees them */
+enum mcp_answer { MCP_ANSWER_NONE, MCP_ANSWER_SSE, MCP_ANSWER_JSON };
+enum mcp_answer proxy_mcp_answer_kind(const struct conn *c, const struct http_response *resp);
+int proxy_sse_start(struct conn *c, bool json, os_error *err);
+void proxy_sse_stop(struct conn *c);
+/* Body bytes uin -> parser -> cout (allowed events only). */
+int proxy_sse_pump(struct conn *c, bool ueof, bool *moved, os_error *err);
+/* What an answer being judged holds (the proxy's memory budget). */
+size_t proxy_sse_held(const struct conn *c);
+/* No parsed-but-unjudged bytes remain. */
+bool proxy_sse_drained(const struct conn *c);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);
