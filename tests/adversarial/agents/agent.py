@@ -1037,6 +1037,37 @@ def fc_after_crash():
     return out
 
 
+# ---- GraphQL inspection -----------------------------------------------------------------
+def gql_post(doc, name=None, raw=None, host="api.test"):
+    """A GraphQL POST over TLS through the proxy (the agent's own client)."""
+    body = raw if raw is not None else json.dumps(
+        {"query": doc, **({"operationName": name} if name else {})}).encode()
+    return tls_request(host, 443, "/graphql", ["Content-Type: application/json"],
+                       method="POST", body=body)
+
+
+@probe
+def gq_operations():
+    return {
+        "allowed": gql_post("query Viewer { viewer { login } }"),
+        "unlisted": gql_post("{ viewer { login } organization { id } }"),
+        "alias": gql_post("mutation IssueNew { createIssue: deleteRepository(id: 1) { id } }"),
+        "fragment": gql_post("mutation IssueNew { ...F } "
+                             "fragment F on Mutation { x: deleteRepository(id: 1) { id } }"),
+        "mutation_ok": gql_post("mutation IssueNew { createIssue(title: \"t\") { id } }"),
+        "name_mismatch": gql_post("query Ok { viewer { id } } "
+                                  "mutation Bad { deleteRepository(id: 1) { id } }", "Bad"),
+        "duplicate_keys": gql_post(None, raw=b'{"query":"{ viewer { id } }",'
+                                   b'"query":"mutation { deleteRepository(id: 1) { id } }"}'),
+        "comment": gql_post("# deleteRepository\n{ viewer(n: \"deleteRepository\") { id } }"),
+        "deep": gql_post("{ viewer " + "{ a " * 140 + "}" * 141),
+        "oversized": gql_post("{ viewer { id } }" + " " * 5000),
+        "plain_get": get_abs("http://upstream.test/graphql?query=%7B+viewer+%7B+id+%7D+%7D"),
+        "plain_get_denied": get_abs("http://upstream.test/graphql?query="
+                                    "%7B+organization+%7B+id+%7D+%7D"),
+    }
+
+
 # ---- main --------------------------------------------------------------------------------
 def main():
     if DIR != "/nonexistent" and os.path.exists(os.path.join(DIR, "config.json")):
