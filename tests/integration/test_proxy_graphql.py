@@ -6,6 +6,7 @@ upstream's log proves a refused request never reached it while its allowed
 control did. Refusals are HTTP 403 with a GraphQL error response
 ({"errors": [...]}) and an audit record."""
 import json
+import socket
 import urllib.parse
 
 import pytest
@@ -281,3 +282,26 @@ def test_audit_enforcement_forwards_and_records(proxy, upstream):
     # a malformed document is refused even under audit
     status, _, _ = post(proxy, {"query": "mutation { "}, host="api.test", target="/")
     assert status == 403
+
+
+def test_every_request_on_a_kept_alive_connection_is_judged(proxy, upstream):
+    ok = json.dumps({"query": "{ viewer { id } }"}).encode()
+    bad = json.dumps({"query": "mutation IssueX { deleteRepository(id: 1) { id } }"}).encode()
+    keep = (lambda b: f"POST http://upstream.test/graphql HTTP/1.1\r\nHost: upstream.test\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(b)}\r\n\r\n".encode() + b)
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+    s.sendall(keep(ok))
+    first = b""
+    while b"\r\n\r\n" not in first:
+        first += s.recv(65536)
+    assert first.startswith(b"HTTP/1.1 200")
+    s.sendall(keep(bad))
+    rest = b""
+    while b"HTTP/1.1 403" not in rest:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    s.close()
+    assert b"HTTP/1.1 403" in rest and b"blocked" in rest
+    assert [json.loads(q["body"])["query"] for q in reached(upstream)] == ["{ viewer { id } }"]
