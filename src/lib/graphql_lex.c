@@ -10,6 +10,7 @@
 
 #include "graphql.h"
 #include "graphql_internal.h"
+#include "utf8.h"
 
 int gq_fail(const struct gq_lexer *l, const struct gq_token *t, const char *fmt, ...)
 {
@@ -24,41 +25,24 @@ int gq_fail(const struct gq_lexer *l, const struct gq_token *t, const char *fmt,
 	return os_error_set(l->err, EINVAL, "line %u, column %u: %s", t->line, col, msg);
 }
 
-/* Length of the UTF-8 sequence at p (1..4), or 0 when it is not one
- * (overlong forms, surrogates and values above U+10FFFF included). */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
-{
-	if (p[0] < 0x80)
-		return 1;
-	size_t n = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
-	if (!n || p[0] > 0xF4 || (size_t)(end - p) < n)
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-	if (n == 3 && ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0)))
-		return 0;
-	if (n == 4 && ((p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] >= 0x90)))
-		return 0;
-	return n;
-}
-
+/* The whole source is UTF-8 and free of the control characters GraphQL
+ * forbids (all but tab, LF and CR); positions are reported per character. */
 static int check_source(struct gq_lexer *l)
 {
-	const unsigned char *p = (const unsigned char *)l->s, *end = (const unsigned char *)l->end;
+	size_t bad = 0, len = (size_t)(l->end - l->s);
+	bool utf8 = utf8_valid(l->s, len, &bad);
 	struct gq_token at = { .line = 1, .line_start = l->s };
-	while (p < end) {
-		size_t n = utf8_len(p, end);
-		at.p = (const char *)p;
-		if (!n)
+	for (size_t i = 0; i < (utf8 ? len : bad + 1); i++) {
+		unsigned char ch = (unsigned char)l->s[i];
+		at.p = l->s + i;
+		if (!utf8 && i == bad)
 			return gq_fail(l, &at, "the document is not valid UTF-8");
-		if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
-			return gq_fail(l, &at, "control character U+%04X is not allowed", *p);
-		if (*p == '\n' || (*p == '\r' && (p + 1 == end || p[1] != '\n'))) {
+		if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+			return gq_fail(l, &at, "control character U+%04X is not allowed", ch);
+		if (ch == '\n' || (ch == '\r' && (i + 1 == len || l->s[i + 1] != '\n'))) {
 			at.line++;
-			at.line_start = (const char *)p + 1;
+			at.line_start = l->s + i + 1;
 		}
-		p += n;
 	}
 	return 0;
 }

@@ -151,6 +151,20 @@ struct policy_ident {
 	uint32_t id;
 };
 
+/* network_middlewares: the ordered chain run on inspected requests after
+ * the L7 decision and before credentials are injected. Only OpenShell's
+ * in-process openshell/regex (mode redact) exists here. */
+#define POLICY_MAX_MIDDLEWARES 10
+#define POLICY_MAX_MIDDLEWARE_PATTERNS 32
+struct policy_middleware {
+	char *key; /* its network_middlewares key */
+	char *name; /* `name`, or the key */
+	uint32_t order;
+	bool fail_open; /* on_error: fail_open (default fail_closed) */
+	char **include, **exclude; /* normalised host patterns */
+	size_t n_include, n_exclude;
+};
+
 struct policy_doc {
 	bool fs_present;
 	bool include_workdir; /* true when filesystem_policy is absent */
@@ -160,6 +174,8 @@ struct policy_doc {
 	size_t n_read_write;
 	enum policy_landlock landlock;
 	struct policy_ident run_as_user, run_as_group;
+	struct policy_middleware *middlewares; /* sorted by order */
+	size_t n_middlewares;
 	struct policy_network *networks; /* sorted by name */
 	size_t n_networks;
 	size_t n_endpoints_total;
@@ -305,6 +321,11 @@ void policy_decide_graphql(const struct policy_gen *g, const struct policy_endpo
  * covers the core methods a server sends. A denied one is not delivered. */
 void policy_decide_mcp_server_message(const struct policy_gen *g, const struct policy_endpoint *ep,
 				      const char *method, struct policy_decision *out);
+
+/* The middlewares whose selector takes host (normalised), in order, into
+ * out[0..POLICY_MAX_MIDDLEWARES); returns how many. */
+size_t policy_middlewares_for(const struct policy_gen *g, const char *host,
+			      const struct policy_middleware **out);
 
 /* SSRF: the resolved address a of an allowed endpoint, before connecting. */
 void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a, uint16_t port,

@@ -12,7 +12,7 @@ import urllib.parse
 import pytest
 
 from tests.lib import build
-from tests.lib.proxy_util import Proxy, Upstream
+from tests.lib.proxy_util import module_fixtures
 
 pytestmark = build.needs("openshell-proxy")
 
@@ -50,23 +50,7 @@ network_policies:
 """
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    up = Upstream().start()
-    yield up
-    up.stop()
-
-
-@pytest.fixture(scope="module")
-def proxy(upstream):
-    p = Proxy(upstream, POLICY)
-    yield p
-    p.stop()
-
-
-@pytest.fixture(autouse=True)
-def clean_log(upstream):
-    upstream.clear()
+upstream, proxy, clean_log = module_fixtures(POLICY)
 
 
 def head(body, target="/graphql", host="upstream.test", method="POST", extra=""):
