@@ -1068,6 +1068,22 @@ def gq_operations():
     }
 
 
+# ---- network middlewares ----------------------------------------------------------------
+MW_KEY = "sk-" + "Adv3rsarial_Key-0123"
+
+
+@probe
+def mw_redaction():
+    body = f'{{"prompt": "my key is {MW_KEY}"}}'.encode()
+    return {
+        "tls": tls_request("api.test", 443, "/mw-tls", method="POST", body=body),
+        "plain": get_abs("http://upstream.test/mw-plain", method="POST", body=body),
+        "binary": tls_request("api.test", 443, "/mw-binary", method="POST",
+                              body=b"\xff" + MW_KEY.encode()),
+        "tunnel": tunnel("creds.test", 443)[1],
+    }
+
+
 # ---- main --------------------------------------------------------------------------------
 def main():
     if DIR != "/nonexistent" and os.path.exists(os.path.join(DIR, "config.json")):
