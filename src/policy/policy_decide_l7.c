@@ -243,6 +243,10 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 		rpc_decide_transport(ep, m, canon, out);
 		return;
 	}
+	if (ep->protocol == POLICY_PROTO_GRAPHQL) {
+		graphql_decide_transport(ep, m, canon, out);
+		return;
+	}
 	if (ep->protocol != POLICY_PROTO_REST) {
 		out->verdict = POLICY_ALLOW;
 		out->reason = POLICY_R_NOT_INSPECTED;

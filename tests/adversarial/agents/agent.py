@@ -1084,6 +1084,53 @@ def fc_after_crash():
     return out
 
 
+# ---- GraphQL inspection -----------------------------------------------------------------
+def gql_post(doc, name=None, raw=None, host="api.test"):
+    """A GraphQL POST over TLS through the proxy (the agent's own client)."""
+    body = raw if raw is not None else json.dumps(
+        {"query": doc, **({"operationName": name} if name else {})}).encode()
+    return tls_request(host, 443, "/graphql", ["Content-Type: application/json"],
+                       method="POST", body=body)
+
+
+@probe
+def gq_operations():
+    return {
+        "allowed": gql_post("query Viewer { viewer { login } }"),
+        "unlisted": gql_post("{ viewer { login } organization { id } }"),
+        "alias": gql_post("mutation IssueNew { createIssue: deleteRepository(id: 1) { id } }"),
+        "fragment": gql_post("mutation IssueNew { ...F } "
+                             "fragment F on Mutation { x: deleteRepository(id: 1) { id } }"),
+        "mutation_ok": gql_post("mutation IssueNew { createIssue(title: \"t\") { id } }"),
+        "name_mismatch": gql_post("query Ok { viewer { id } } "
+                                  "mutation Bad { deleteRepository(id: 1) { id } }", "Bad"),
+        "duplicate_keys": gql_post(None, raw=b'{"query":"{ viewer { id } }",'
+                                   b'"query":"mutation { deleteRepository(id: 1) { id } }"}'),
+        "comment": gql_post("# deleteRepository\n{ viewer(n: \"deleteRepository\") { id } }"),
+        "deep": gql_post("{ viewer " + "{ a " * 140 + "}" * 141),
+        "oversized": gql_post("{ viewer { id } }" + " " * 5000),
+        "plain_get": get_abs("http://upstream.test/graphql?query=%7B+viewer+%7B+id+%7D+%7D"),
+        "plain_get_denied": get_abs("http://upstream.test/graphql?query="
+                                    "%7B+organization+%7B+id+%7D+%7D"),
+    }
+
+
+# ---- network middlewares ----------------------------------------------------------------
+MW_KEY = "sk-" + "Adv3rsarial_Key-0123"
+
+
+@probe
+def mw_redaction():
+    body = f'{{"prompt": "my key is {MW_KEY}"}}'.encode()
+    return {
+        "tls": tls_request("api.test", 443, "/mw-tls", method="POST", body=body),
+        "plain": get_abs("http://upstream.test/mw-plain", method="POST", body=body),
+        "binary": tls_request("api.test", 443, "/mw-binary", method="POST",
+                              body=b"\xff" + MW_KEY.encode()),
+        "tunnel": tunnel("creds.test", 443)[1],
+    }
+
+
 # ---- main --------------------------------------------------------------------------------
 def main():
     if DIR != "/nonexistent" and os.path.exists(os.path.join(DIR, "config.json")):
