@@ -48,6 +48,11 @@ network_policies:
         allowed_ips: {NET}
       - host: {UPSTREAM_IP}
         port: 8443
+      - host: full.test
+        port: 80
+        allowed_ips: {NET}
+        protocol: rest
+        access: full
     binaries:
       - {{ path: /usr/bin/curl }}
       - {{ path: "/usr/bin/python3*" }}
@@ -63,6 +68,8 @@ def upstream():
 
 @pytest.fixture(scope="module")
 def proxy(upstream):
+    with open(f"{upstream.dir}/hosts", "a") as f:
+        f.write(f"{UPSTREAM_IP} full.test\n")
     p = Proxy(upstream, POLICY)
     yield p
     p.stop()
@@ -127,6 +134,71 @@ def test_override_must_be_allowed_as_the_real_method_too(proxy, upstream):
     status, payload = http(proxy, head, body)
     assert status == 403 and json.loads(payload)["reason"] == "no_matching_rule"
     assert not reached(upstream, "/x")
+
+
+# ---- `_method` in form bodies (Rack / Laravel read it from POSTed forms) ----
+
+URLENC = "Content-Type: application/x-www-form-urlencoded"
+
+
+def multipart(fields, boundary="XyZ-b0undary"):
+    parts = b"".join(f"--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n"
+                     .encode() + v + b"\r\n" for k, v in fields)
+    return f"Content-Type: multipart/form-data; boundary={boundary}", \
+        parts + f"--{boundary}--\r\n".encode()
+
+
+@pytest.mark.parametrize("ctype,body", [
+    (URLENC, b"title=x&_method=DELETE"),
+    (URLENC, b"a=1;%5Fmethod=del%45te"),
+    multipart([("title", b"x"), ("_method", b"DELETE")]),
+    multipart([("file", b"A" * 100000), ("_method", b"DELETE")]),  # after a big part
+], ids=["urlencoded", "urlencoded-encoded", "multipart", "multipart-after-file"])
+def test_form_body_method_override_judged(proxy, upstream, ctype, body):
+    head, _ = post("/upload/f", ctype, body=body)
+    status, payload = http(proxy, head, body)
+    assert status == 403, payload
+    j = json.loads(payload)
+    assert j["reason"] == "method_override_denied" and j["method"] == "DELETE"
+    assert not reached(upstream, "/upload/f")
+
+
+@pytest.mark.parametrize("ctype,body", [
+    (URLENC, b"title=x&method=DELETE"),  # another field, not _method
+    (URLENC, b"_method=GET"),  # an override to an allowed method
+    multipart([("title", b"_method=DELETE"), ("note", b"x")]),  # the words as data
+    ("Content-Type: application/json", b'{"_method":"DELETE"}'),  # not a form
+], ids=["other-field", "allowed-override", "multipart-data", "json"])
+def test_form_bodies_without_a_denied_override_pass(proxy, upstream, ctype, body):
+    head, _ = post("/upload/f", ctype, body=body)
+    assert http(proxy, head, body)[0] == 200
+    got = reached(upstream, "/upload/f")
+    assert len(got) == 1 and got[0]["body"] == body.decode()
+
+
+def test_unreadable_or_unbounded_form_bodies_refused(proxy, upstream):
+    ctype, body = multipart([("_method", b"DELETE")])
+    bad = body.replace(b"--XyZ-b0undary--", b"")  # unterminated
+    head, _ = post("/upload/f", ctype, body=bad)
+    status, payload = http(proxy, head, bad)
+    assert status == 400 and json.loads(payload)["reason"] == "method_override_invalid"
+    big = b"a=" + b"x" * (128 * 1024)
+    head, _ = post("/upload/f", URLENC, body=big)
+    status, payload = http(proxy, head, big)
+    assert status == 413 and json.loads(payload)["reason"] == "form_body_too_large"
+    assert not reached(upstream, "/upload/f")
+    # Control: the same big body as JSON is not a form: forwarded.
+    head, _ = post("/upload/f", "Content-Type: application/json", body=big)
+    assert http(proxy, head, big)[0] == 200
+
+
+def test_form_bodies_are_not_held_where_every_method_is_allowed(proxy, upstream):
+    """access: full: no override can change the decision, so a form of any
+    size streams through as before (nothing is buffered or refused)."""
+    big = b"_method=DELETE&a=" + b"x" * (300 * 1024)
+    head, _ = post("/upload/f", URLENC, host="full.test", body=big)
+    assert http(proxy, head, big)[0] == 200
+    assert len(reached(upstream, "/upload/f")) == 1
 
 
 @pytest.mark.parametrize("header", ["X-HTTP-Method-Override: DELETE, PUT",

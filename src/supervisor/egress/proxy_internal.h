@@ -225,6 +225,12 @@ struct whole_body {
 enum rpc_step proxy_whole_body(struct conn *c, const struct http_request *req,
 			       const struct whole_body *w, size_t consumed);
 
+/* proxy_shape.c: `_method` in a POSTed form body, judged like the method. */
+#define FORM_BODY_MAX (128u * 1024)
+enum rpc_step proxy_judge_form(struct conn *c, const struct http_request *req, const char *method,
+			       const char *raw, const char *logged, size_t consumed,
+			       struct policy_decision *d);
+
 /* proxy_middleware.c: the network_middlewares chain (same steps as
  * proxy_judge_rpc); commit swaps a rewritten body in once the head is
  * built; refuses_tunnel answers a CONNECT that a fail_closed middleware

@@ -360,7 +360,9 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	}
 	if (!proxy_judge_shape(c, req, method, raw, logged, &d))
 		return;
-	enum rpc_step rs = proxy_judge_rpc(c, req, method, logged, consumed);
+	enum rpc_step rs = proxy_judge_form(c, req, method, raw, logged, consumed, &d);
+	if (rs == RPC_FORWARD)
+		rs = proxy_judge_rpc(c, req, method, logged, consumed);
 	if (rs == RPC_FORWARD)
 		rs = proxy_judge_graphql(c, req, method, logged, consumed);
 	if (rs == RPC_FORWARD) /* after the L7 decision, before credentials */

@@ -83,11 +83,10 @@ static int query_pair(const char *p, size_t len, struct method_overrides *o, cha
 	return add(o, "_method", val, v, why, cap);
 }
 
-static int query_overrides(const struct http_request *req, struct method_overrides *o, char *why,
+/* `&`/`;` separated pairs (a query string or a urlencoded form body). */
+static int pairs_overrides(const char *q, size_t len, struct method_overrides *o, char *why,
 			   size_t cap)
 {
-	const char *q = req->query.p;
-	size_t len = req->has_query ? req->query.len : 0;
 	for (size_t i = 0; i < len;) {
 		size_t end = i;
 		while (end < len && q[end] != '&' && q[end] != ';')
@@ -97,6 +96,12 @@ static int query_overrides(const struct http_request *req, struct method_overrid
 		i = end + 1;
 	}
 	return 0;
+}
+
+static int query_overrides(const struct http_request *req, struct method_overrides *o, char *why,
+			   size_t cap)
+{
+	return pairs_overrides(req->query.p, req->has_query ? req->query.len : 0, o, why, cap);
 }
 
 int request_method_overrides(const struct http_request *req, struct method_overrides *out,
@@ -122,4 +127,139 @@ bool request_body_without_semantics(const char *method, const struct http_reques
 		return false;
 	return req->framing.chunked ||
 	       (req->framing.has_content_length && req->framing.content_length > 0);
+}
+
+/* The value of parameter `name` in a header value's `; k=v` list (token or
+ * quoted string, no escapes inside quotes); false when absent or invalid. */
+static bool header_param(const char *v, size_t len, const char *name, const char **out,
+			 size_t *olen)
+{
+	size_t nl = strlen(name);
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] != ';')
+			continue;
+		size_t k = i + 1;
+		while (k < len && (v[k] == ' ' || v[k] == '\t'))
+			k++;
+		if (k + nl + 1 > len || !str_ieq(v + k, nl, name, nl) || v[k + nl] != '=')
+			continue;
+		k += nl + 1;
+		if (k < len && v[k] == '"') {
+			const char *q = memchr(v + k + 1, '"', len - k - 1);
+			if (!q)
+				return false;
+			*out = v + k + 1;
+			*olen = (size_t)(q - (v + k + 1));
+		} else {
+			size_t e = k;
+			while (e < len && v[e] != ';' && v[e] != ' ' && v[e] != '\t')
+				e++;
+			*out = v + k;
+			*olen = e - k;
+		}
+		return *olen > 0;
+	}
+	return false;
+}
+
+static bool media_type_is(const struct http_slice v, const char *type)
+{
+	size_t n = strlen(type), e = 0;
+	while (e < v.len && v.p[e] != ';' && v.p[e] != ' ' && v.p[e] != '\t')
+		e++;
+	return e == n && str_ieq(v.p, n, type, n);
+}
+
+enum form_kind request_form_kind(const struct http_request *req, char *boundary, size_t cap)
+{
+	const struct http_header *h = http_header_find(&req->headers, "content-type");
+	if (!h)
+		return FORM_NONE;
+	if (media_type_is(h->value, "application/x-www-form-urlencoded"))
+		return FORM_URLENCODED;
+	if (!media_type_is(h->value, "multipart/form-data"))
+		return FORM_NONE;
+	const char *b;
+	size_t bl;
+	if (!header_param(h->value.p, h->value.len, "boundary", &b, &bl) || bl + 1 > cap || bl > 70)
+		return FORM_MULTIPART_INVALID; /* RFC 2046: 1..70 characters */
+	memcpy(boundary, b, bl);
+	boundary[bl] = '\0';
+	return FORM_MULTIPART;
+}
+
+static const char *find(const char *h, size_t hl, const char *n, size_t nl)
+{
+	return nl && hl >= nl ? memmem(h, hl, n, nl) : NULL;
+}
+
+/* One part's headers [p, end): is it the form field `_method`? */
+static bool part_is_method(const char *p, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		const char *eol = find(p + i, len - i, "\r\n", 2);
+		size_t ll = eol ? (size_t)(eol - (p + i)) : len - i;
+		const char *line = p + i;
+		if (ll > 20 && str_ieq(line, 20, "content-disposition:", 20)) {
+			const char *name;
+			size_t nl;
+			if (!header_param(line + 20, ll - 20, "name", &name, &nl))
+				return false;
+			return str_ieq(name, nl, "_method", 7);
+		}
+		i += ll + 2;
+	}
+	return false;
+}
+
+static int multipart_overrides(const char *body, size_t len, const char *boundary,
+			       struct method_overrides *o, char *why, size_t cap)
+{
+	char delim[80];
+	int dl = snprintf(delim, sizeof delim, "\r\n--%s", boundary);
+	/* The first delimiter may open the body (no preamble, no CRLF before). */
+	const char *p;
+	if (len >= (size_t)dl - 2 && memcmp(body, delim + 2, (size_t)dl - 2) == 0)
+		p = body + dl - 2;
+	else if ((p = find(body, len, delim, (size_t)dl)))
+		p += dl;
+	else {
+		snprintf(why, cap, "multipart body without its boundary");
+		return -1;
+	}
+	const char *end = body + len;
+	for (;;) {
+		if (end - p >= 2 && p[0] == '-' && p[1] == '-')
+			return 0; /* the close delimiter */
+		if (end - p < 2 || p[0] != '\r' || p[1] != '\n') {
+			snprintf(why, cap, "malformed multipart delimiter line");
+			return -1;
+		}
+		p += 2;
+		const char *hend = find(p, (size_t)(end - p), "\r\n\r\n", 4);
+		const char *next = find(p, (size_t)(end - p), delim, (size_t)dl);
+		if (!hend || !next || hend > next) {
+			snprintf(why, cap, "malformed or unterminated multipart part");
+			return -1;
+		}
+		const char *val = hend + 4;
+		if (part_is_method(p, (size_t)(hend - p)) &&
+		    add(o, "_method (form body)", val, (size_t)(next - val), why, cap) < 0)
+			return -1;
+		p = next + dl;
+	}
+}
+
+int request_form_overrides(enum form_kind kind, const char *boundary, const char *body, size_t len,
+			   struct method_overrides *out, char *why, size_t cap)
+{
+	if (kind == FORM_URLENCODED)
+		return pairs_overrides(body, len, out, why, cap);
+	if (kind == FORM_MULTIPART)
+		return multipart_overrides(body, len, boundary, out, why, cap);
+	if (kind == FORM_MULTIPART_INVALID) {
+		snprintf(why, cap, "multipart/form-data without a valid boundary");
+		return -1;
+	}
+	return 0;
 }

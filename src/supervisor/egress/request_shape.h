@@ -34,4 +34,15 @@ int request_method_overrides(const struct http_request *req, struct method_overr
  * 9.3.2; TRACE must not carry any, 9.3.8). */
 bool request_body_without_semantics(const char *method, const struct http_request *req);
 
+/* Form bodies, where Rack (Rails) and Laravel also read `_method` on a POST. */
+enum form_kind { FORM_NONE, FORM_URLENCODED, FORM_MULTIPART, FORM_MULTIPART_INVALID };
+/* From Content-Type; boundary[cap] receives a multipart boundary. */
+enum form_kind request_form_kind(const struct http_request *req, char *boundary, size_t cap);
+/* Adds every `_method` field of the whole body to out (urlencoded pairs as
+ * in a query; multipart parts named `_method`, CRLF framing as RFC 7578).
+ * -1 with why when a value is not a method, or a multipart body cannot be
+ * read (an upstream might read it, so it is refused rather than passed). */
+int request_form_overrides(enum form_kind kind, const char *boundary, const char *body, size_t len,
+			   struct method_overrides *out, char *why, size_t cap);
+
 #endif
