@@ -35,9 +35,11 @@ static bool phase_in(const json_t *row, const char *const phases[])
 	return false;
 }
 
-/* Polls the sandbox until its phase is one of phases (or gone, when gone_ok). */
-static json_t *wait_phase(struct cli *cli, const char *name, const char *const phases[],
-			  bool gone_ok)
+/* Polls the sandbox until its phase is one of phases (or gone, when gone_ok).
+ * created: it is known to exist, and a lost gateway must not read as "no
+ * sandbox". */
+static json_t *wait_phase_of(struct cli *cli, const char *name, const char *const phases[],
+			     bool gone_ok, bool created)
 {
 	char path[512];
 	bool tty = isatty(STDERR_FILENO);
@@ -46,7 +48,13 @@ static json_t *wait_phase(struct cli *cli, const char *name, const char *const p
 		json_t *row = NULL;
 		long status = 0;
 		os_error err = { 0 };
-		if (client_call(&cli->client, "GET", path, NULL, &status, &row, &err) < 0)
+		if (client_call(&cli->client, "GET", path, NULL, &status, &row, &err) < 0 &&
+		    created)
+			return cli_fail("sandbox %s created; its state is unknown because the "
+					"gateway stopped answering: %s",
+					name, err.msg),
+			       NULL;
+		if (status == 0)
 			return cli_fail("%s", err.msg), NULL;
 		if (status == 404 && gone_ok) {
 			json_decref(row);
@@ -71,6 +79,12 @@ static json_t *wait_phase(struct cli *cli, const char *name, const char *const p
 	}
 	cli_fail("timed out after %d s waiting for sandbox %s", WAIT_S, name);
 	return NULL;
+}
+
+static json_t *wait_phase(struct cli *cli, const char *name, const char *const phases[],
+			  bool gone_ok)
+{
+	return wait_phase_of(cli, name, phases, gone_ok, false);
 }
 
 static int add_kv(json_t *obj, const char *kv, const char *flag)
@@ -178,14 +192,14 @@ static int create(struct cli *cli, int argc, char **argv)
 	static const char *const over[] = { "Error", "Stopped", NULL };
 	_cleanup_json_ json_t *body = json_object(), *made = NULL, *row = NULL, *end = NULL;
 	bool detach = false;
-	long status = 0;
+	bool created = false;
 	int rc = create_body(argc, argv, body, &detach);
 	if (rc)
 		return rc;
-	if (!(made = cli_api(cli, "POST", "/v1/sandboxes", body, &status)))
+	if (!(made = cli_create_call(cli, body, &created)))
 		return CLI_FAIL;
 	const char *name = json_string_value(json_object_get(made, "name"));
-	if (!(row = wait_phase(cli, name, settled, false)))
+	if (!(row = wait_phase_of(cli, name, settled, false, created)))
 		return CLI_FAIL;
 	char path[512];
 	os_error err = { 0 };
