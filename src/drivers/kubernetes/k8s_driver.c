@@ -515,6 +515,7 @@ struct driver *k8s_driver_new(struct k8s_settings *settings, struct k8s_client *
 	k->s = *settings; /* ownership of dns_peers moves here */
 	settings->dns_peers = NULL;
 	k->client = client;
+	k->orphan_scan_due = true; /* the start-up reconcile looks everywhere */
 	k->opts = opts ? *opts : (struct k8s_driver_opts){ 0 };
 	if (!k->opts.delete_timeout_ms)
 		k->opts.delete_timeout_ms = 60000;
