@@ -38,6 +38,13 @@ json_t *api_sandbox_view(const json_t *row)
 json_t *api_sandbox_view_of(const struct gateway *gw, const json_t *row)
 {
 	json_t *v = api_sandbox_view(row);
+	const json_t *rec = json_object_get(row, "record");
+	/* What the driver last said (e.g. "creating its objects" while a
+	 * kubernetes create runs off the loop), beside the public phase. */
+	if (v && json_object_get(rec, "phase"))
+		json_object_set_new(v, "backend",
+				    json_pack("{s:O, s:O*}", "phase", json_object_get(rec, "phase"),
+					      "message", json_object_get(rec, "message")));
 	const char *note = storage_note(gw, json_string_value(json_object_get(row, "id")));
 	if (v && note)
 		json_object_set_new(v, "message", json_string(note));

@@ -367,9 +367,8 @@ static int provision(struct k8s_driver *k, json_t *record, bool fresh, bool *our
 	return 0;
 }
 
-static int k8s_create(struct driver *d, json_t *record, os_error *err)
+int k8s_create_now(struct k8s_driver *k, json_t *record, os_error *err)
 {
-	struct k8s_driver *k = K(d);
 	const char *id = json_string_value(json_object_get(record, "id"));
 	bool ours = false;
 	if (provision(k, record, true, &ours, err) == 0)
@@ -385,8 +384,27 @@ static int k8s_create(struct driver *d, json_t *record, os_error *err)
 	return -1;
 }
 
+/* Hosted, the create runs on the worker (k8s_async.c): the loop never
+ * waits on its calls. Without a host (tests, tools) it runs here. */
+static int k8s_create(struct driver *d, json_t *record, os_error *err)
+{
+	struct k8s_driver *k = K(d);
+	return k->async ? k8s_async_create(k, record, err) : k8s_create_now(k, record, err);
+}
+
+/* Another hand on a sandbox whose create still runs would half-make it. */
+static int busy(struct k8s_driver *k, const json_t *record, os_error *err)
+{
+	const char *id = json_string_value(json_object_get(record, "id"));
+	if (!k8s_async_busy(k, id))
+		return 0;
+	return os_error_set(err, EAGAIN, "sandbox %s: its create is still running", id);
+}
+
 static int k8s_stop(struct driver *d, json_t *record, os_error *err)
 {
+	if (busy(K(d), record, err) < 0)
+		return -1;
 	if (k8s_delete_pods(K(d), json_string_value(json_object_get(record, "id")), err) < 0)
 		return -1;
 	k8s_record_phase(record, "Stopped",
@@ -399,6 +417,8 @@ static int k8s_start(struct driver *d, json_t *record, os_error *err)
 {
 	struct k8s_driver *k = K(d);
 	bool ours = false;
+	if (busy(k, record, err) < 0)
+		return -1;
 	if (provision(k, record, false, &ours, err) == 0)
 		return 0;
 	os_error rb = { 0 };
@@ -412,6 +432,8 @@ static int k8s_start(struct driver *d, json_t *record, os_error *err)
 
 static int k8s_delete(struct driver *d, json_t *record, os_error *err)
 {
+	if (busy(K(d), record, err) < 0)
+		return -1;
 	if (k8s_remove_all(K(d), json_string_value(json_object_get(record, "id")), err) < 0)
 		return -1;
 	k8s_record_phase(record, "Deleted", "every object removed");
@@ -468,8 +490,8 @@ static int k8s_configure(struct driver *d, json_t *record, const struct driver_m
 static void k8s_free(struct driver *d)
 {
 	struct k8s_driver *k = K(d);
-	if (!k8s_host_free(k))
-		return; /* its thread still runs on it: left to the process exit */
+	if (!k8s_async_free(k) || !k8s_host_free(k))
+		return; /* a thread still runs on it: left to the process exit */
 	json_decref(k->tokens);
 	k8s_settings_release(&k->s);
 	k8s_client_free(k->client);

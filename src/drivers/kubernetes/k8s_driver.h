@@ -34,7 +34,23 @@ struct k8s_driver {
 	json_t *tokens; /* id -> sandbox token, from configure until the Secret holds it */
 	struct k8s_host *host; /* watch thread, class checks (k8s_host.c); NULL: none */
 	bool orphan_scan_due; /* the next reconcile lists every kind for orphans */
+	struct k8s_async *async; /* creates off the loop (k8s_async.c); NULL: inline */
 };
+
+/* The whole ordered create with its rollback, on k->client (k8s_driver.c). */
+int k8s_create_now(struct k8s_driver *k, json_t *record, os_error *err);
+
+/* k8s_async.c: the create worker. start takes client (also on failure). */
+int k8s_async_start(struct k8s_driver *k, struct k8s_client *client, int efd, os_error *err);
+/* Queues record's create; record says "creating its objects". */
+int k8s_async_create(struct k8s_driver *k, json_t *record, os_error *err);
+/* True while id's create is queued or running (or its result not folded). */
+bool k8s_async_busy(struct k8s_driver *k, const char *id);
+/* Folds id's finished create into record (phase, message, conditions);
+ * true when there was one. */
+bool k8s_async_fold(struct k8s_driver *k, json_t *record);
+/* Stops the worker; false when it did not stop in time. */
+bool k8s_async_free(struct k8s_driver *k);
 
 /* The key under which a snapshot Pod carries its Events (k8s_host.c). */
 #define K8S_POD_EVENTS "openshell_events"

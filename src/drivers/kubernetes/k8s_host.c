@@ -57,6 +57,8 @@ struct k8s_host {
 	unsigned long relists_gone; /* watches that expired (410) and were re-listed */
 };
 
+static struct k8s_client *connect_client(bool on_loop, os_error *err);
+
 /* ---- RuntimeClass check ---- */
 
 static json_t *check_class(struct k8s_client *c, const char *name, const char *role)
@@ -284,7 +286,11 @@ int k8s_host_start(struct driver *d, os_error *err)
 		return os_error_errno(err, "kubernetes: starting the watch thread");
 	}
 	h->thread_started = true;
-	return 0;
+	/* Creates run on their own worker and client from now on. */
+	struct k8s_client *wc = connect_client(false, err);
+	if (!wc)
+		return os_error_prefix(err, "kubernetes: the create worker's client");
+	return k8s_async_start(k, wc, h->efd, err);
 }
 
 int k8s_event_fd(struct driver *d)

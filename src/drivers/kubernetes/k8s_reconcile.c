@@ -359,6 +359,11 @@ int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **o
 		report(rep, id, "removed-orphan", "no sandbox record");
 	}
 	for (size_t i = 0; i < n; i++) {
+		const char *rid = json_string_value(json_object_get(records[i], "id"));
+		/* A finished create's outcome lands here, on the loop; a running
+		 * one is left alone. */
+		if (k8s_async_fold(k, records[i]) || k8s_async_busy(k, rid))
+			continue;
 		const char *phase = json_string_value(json_object_get(records[i], "phase"));
 		const char *topo = json_string_value(
 			json_object_get(json_object_get(records[i], "placement"), "topology"));
