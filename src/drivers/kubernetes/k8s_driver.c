@@ -401,15 +401,19 @@ static int busy(struct k8s_driver *k, const json_t *record, os_error *err)
 	return os_error_set(err, EAGAIN, "sandbox %s: its create is still running", id);
 }
 
-static int k8s_stop(struct driver *d, json_t *record, os_error *err)
+int k8s_stop_now(struct k8s_driver *k, json_t *record, os_error *err)
 {
-	if (busy(K(d), record, err) < 0)
-		return -1;
-	if (k8s_delete_pods(K(d), json_string_value(json_object_get(record, "id")), err) < 0)
+	if (k8s_delete_pods(k, json_string_value(json_object_get(record, "id")), err) < 0)
 		return -1;
 	k8s_record_phase(record, "Stopped",
 			 "Pods deleted; fence, Secrets, Service and volume kept");
 	return 0;
+}
+
+static int k8s_stop(struct driver *d, json_t *record, os_error *err)
+{
+	struct k8s_driver *k = K(d);
+	return k->async ? k8s_async_step(k, "stop", record, err) : k8s_stop_now(k, record, err);
 }
 
 /* Recreates both Pods with the placement recorded at creation. */
@@ -430,14 +434,18 @@ static int k8s_start(struct driver *d, json_t *record, os_error *err)
 	return -1;
 }
 
-static int k8s_delete(struct driver *d, json_t *record, os_error *err)
+int k8s_delete_now(struct k8s_driver *k, json_t *record, os_error *err)
 {
-	if (busy(K(d), record, err) < 0)
-		return -1;
-	if (k8s_remove_all(K(d), json_string_value(json_object_get(record, "id")), err) < 0)
+	if (k8s_remove_all(k, json_string_value(json_object_get(record, "id")), err) < 0)
 		return -1;
 	k8s_record_phase(record, "Deleted", "every object removed");
 	return 0;
+}
+
+static int k8s_delete(struct driver *d, json_t *record, os_error *err)
+{
+	struct k8s_driver *k = K(d);
+	return k->async ? k8s_async_step(k, "delete", record, err) : k8s_delete_now(k, record, err);
 }
 
 static int k8s_validate(struct driver *d, const json_t *request, json_t **record, os_error *err)

@@ -39,6 +39,8 @@ struct k8s_driver {
 
 /* The whole ordered create with its rollback, on k->client (k8s_driver.c). */
 int k8s_create_now(struct k8s_driver *k, json_t *record, os_error *err);
+int k8s_stop_now(struct k8s_driver *k, json_t *record, os_error *err);
+int k8s_delete_now(struct k8s_driver *k, json_t *record, os_error *err);
 
 /* k8s_async.c: the create worker. start takes client (also on failure). */
 int k8s_async_start(struct k8s_driver *k, struct k8s_client *client, int efd, os_error *err);
@@ -46,6 +48,9 @@ int k8s_async_start(struct k8s_driver *k, struct k8s_client *client, int efd, os
 int k8s_async_create(struct k8s_driver *k, json_t *record, os_error *err);
 /* True while id's create is queued or running (or its result not folded). */
 bool k8s_async_busy(struct k8s_driver *k, const char *id);
+/* Stop or delete (op "stop" / "delete") off the loop: queues it and
+ * returns EAGAIN; a later call returns its outcome (0, or its error). */
+int k8s_async_step(struct k8s_driver *k, const char *op, json_t *record, os_error *err);
 /* Folds id's finished create into record (phase, message, conditions);
  * true when there was one. */
 bool k8s_async_fold(struct k8s_driver *k, json_t *record);
