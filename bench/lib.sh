@@ -55,7 +55,7 @@ bench_require_built() {
 bench_require_cmd() {
 	local c
 	for c in "$@"; do
-		command -v "$c" >/dev/null 2>&1 || bench_skip "$c not installed (scripts/install-deps)"
+		command -v "$c" >/dev/null 2>&1 || bench_skip "$c not installed (scripts/install-deps --check)"
 	done
 }
 

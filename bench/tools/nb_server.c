@@ -1,6 +1,8 @@
 /* nb_server.c - netbench's upstream servers, one epoll loop for both:
  * serve-bulk (a "N\n" header, then N bytes as fast as the socket takes them)
- * and serve-http (keep-alive GET answered with a small fixed body). Every
+ * serve-http (keep-alive GET answered with a small fixed body) and serve-rpc
+ * (keep-alive JSON-RPC: a POST with a Content-Length body answered with a
+ * small JSON-RPC result). Every
  * buffer is capped; a request it does not understand is answered and closed,
  * never guessed at. It serves only the address it was told to listen on. */
 #include <errno.h>
@@ -22,7 +24,7 @@
 #define NB_BULK_CHUNK (256 * 1024)
 #define NB_BULK_MAX (UINT64_C(1) << 40)
 
-enum nb_mode { NB_BULK, NB_HTTP };
+enum nb_mode { NB_BULK, NB_HTTP, NB_RPC };
 
 struct conn {
 	int fd;
@@ -42,6 +44,7 @@ struct server {
 
 static const char zeros[NB_BULK_CHUNK];
 static const char body[] = "hello, world\n";
+static const char rpc_body[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"ok\"}";
 
 static void conn_close(struct server *s, struct conn *c)
 {
@@ -133,9 +136,41 @@ static bool http_answer(struct conn *c, const char *head, size_t len)
 	return keep && !status;
 }
 
-/* Answers complete request heads while answers fit; false once an answer
- * that ends the connection was queued. */
-static bool http_parse(struct conn *c)
+/* serve-rpc: the body length of a POST head (lower-cased), or -1 when the
+ * request is not one it serves. */
+static long rpc_body_len(const char *head, size_t len)
+{
+	char lower[NB_IN_MAX];
+	for (size_t i = 0; i < len; i++)
+		lower[i] = (char)(head[i] >= 'A' && head[i] <= 'Z' ? head[i] + 32 : head[i]);
+	const char *cl = memmem(lower, len, "\r\ncontent-length:", 17);
+	uint64_t n;
+	if (len < 5 || memcmp(head, "POST ", 5) != 0 || !cl)
+		return -1;
+	cl += 17;
+	while (*cl == ' ')
+		cl++;
+	size_t digits = strspn(cl, "0123456789");
+	if (parse_u64(cl, digits, 0, NB_IN_MAX / 2, &n, NULL) < 0)
+		return -1;
+	return (long)n;
+}
+
+static bool rpc_answer(struct conn *c, long body_len)
+{
+	int n = snprintf(c->out + c->out_len, NB_OUT_MAX - c->out_len,
+			 "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+			 "%s\r\n%s",
+			 body_len < 0 ? "400 Bad Request" : "200 OK",
+			 body_len < 0 ? (size_t)0 : sizeof rpc_body - 1,
+			 body_len < 0 ? "Connection: close\r\n" : "", body_len < 0 ? "" : rpc_body);
+	c->out_len += (size_t)n;
+	return body_len >= 0;
+}
+
+/* Answers complete requests while answers fit; false once an answer that
+ * ends the connection was queued. */
+static bool http_parse(struct conn *c, bool rpc)
 {
 	size_t off = 0;
 	bool keep = true;
@@ -144,8 +179,16 @@ static bool http_parse(struct conn *c)
 		if (!end)
 			break;
 		size_t hlen = (size_t)(end - (c->in + off)) + 4;
-		keep = http_answer(c, c->in + off, hlen);
-		off += hlen;
+		if (!rpc) {
+			keep = http_answer(c, c->in + off, hlen);
+			off += hlen;
+			continue;
+		}
+		long blen = rpc_body_len(c->in + off, hlen);
+		if (blen >= 0 && off + hlen + (size_t)blen > c->in_len)
+			break; /* the body is not all here yet */
+		keep = rpc_answer(c, blen);
+		off += hlen + (blen > 0 ? (size_t)blen : 0);
 	}
 	memmove(c->in, c->in + off, c->in_len - off);
 	c->in_len -= off;
@@ -158,7 +201,7 @@ static bool http_progress(struct server *s, struct conn *c)
 {
 	for (;;) {
 		size_t before = c->in_len;
-		if (!c->close_after && !http_parse(c))
+		if (!c->close_after && !http_parse(c, s->mode == NB_RPC))
 			c->close_after = true;
 		while (c->out_off < c->out_len) {
 			ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
@@ -235,4 +278,9 @@ int nb_serve_bulk(const struct nb_addr *a, os_error *err)
 int nb_serve_http(const struct nb_addr *a, os_error *err)
 {
 	return serve(NB_HTTP, a, err);
+}
+
+int nb_serve_rpc(const struct nb_addr *a, os_error *err)
+{
+	return serve(NB_RPC, a, err);
 }

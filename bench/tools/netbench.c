@@ -14,6 +14,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: netbench serve-bulk ADDR PORT   each connection: \"N\\n\", then N bytes\n"
 		"       netbench serve-http ADDR PORT   keep-alive HTTP/1.1, GET -> small body\n"
+		"       netbench serve-rpc ADDR PORT    keep-alive JSON-RPC over HTTP POST\n"
 		"       netbench bulk --connect ADDR:PORT [--proxy ADDR:PORT] --bytes N\n"
 		"                      prints Gbit/s of one N-byte transfer\n"
 		"       netbench idle --target ADDR:PORT --proxy ADDR:PORT --count N\n"
@@ -61,12 +62,15 @@ static int run(int argc, char **argv, os_error *err)
 	const char *mode = argv[1];
 	struct client_opts o = { 0 };
 	struct nb_addr a;
-	if (!strcmp(mode, "serve-bulk") || !strcmp(mode, "serve-http")) {
+	if (!strcmp(mode, "serve-bulk") || !strcmp(mode, "serve-http") ||
+	    !strcmp(mode, "serve-rpc")) {
 		if (argc != 4)
 			return os_error_set(err, EINVAL, "%s needs ADDR PORT", mode);
 		if (nb_addr_parse2(argv[2], argv[3], &a, err) < 0)
 			return -1;
-		return mode[6] == 'b' ? nb_serve_bulk(&a, err) : nb_serve_http(&a, err);
+		return mode[6] == 'b'	? nb_serve_bulk(&a, err)
+		       : mode[6] == 'h' ? nb_serve_http(&a, err)
+					: nb_serve_rpc(&a, err);
 	}
 	if (!strcmp(mode, "bulk")) {
 		if (parse_client(argc, argv, "--bytes", &o, err) < 0)

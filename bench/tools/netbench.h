@@ -42,6 +42,7 @@ double nb_now(void);
 /* Modes (argv after the mode name). */
 int nb_serve_bulk(const struct nb_addr *a, os_error *err);
 int nb_serve_http(const struct nb_addr *a, os_error *err);
+int nb_serve_rpc(const struct nb_addr *a, os_error *err);
 int nb_bulk(const struct nb_addr *target, const struct nb_addr *proxy, uint64_t bytes,
 	    os_error *err);
 int nb_idle(const struct nb_addr *target, const struct nb_addr *proxy, unsigned count,

@@ -384,8 +384,10 @@ static void logs(struct gateway *gw, const struct api_request *req, json_t *row,
 			  json_string_value(json_object_get(rec, "driver")));
 		return;
 	}
-	if (snprintf(resp->stream_path, sizeof(resp->stream_path), "%s/sandboxes/%s/supervisor.log",
-		     dir, id) >= (int)sizeof(resp->stream_path)) {
+	/* audit=1: the supervisor's decision records (JSON lines) instead of its log. */
+	const char *file = query_flag(req->query, "audit") ? "audit.log" : "supervisor.log";
+	if (snprintf(resp->stream_path, sizeof(resp->stream_path), "%s/sandboxes/%s/%s", dir, id,
+		     file) >= (int)sizeof(resp->stream_path)) {
 		api_error(resp, 500, "internal", "log path too long");
 		return;
 	}

@@ -16,8 +16,10 @@
 #include "secret.h"
 #include "store.h"
 
-#define GW_BODY_MAX (1u << 20) /* request bodies: more is a 413 */
-#define GW_VERSION "0.1.0"
+/* Request bodies: more is a 413. Room for a sandbox command of 2 MiB (the
+ * kernel's ARG_MAX, src/drivers/local/local_spec.c) and its JSON escapes. */
+#define GW_BODY_MAX (4u << 20)
+#define GW_VERSION OPENSHELL_VERSION /* meson.build project version */
 #define EXEC_ID_HEX 32 /* exec ids: 16 random bytes as hex */
 #define EXEC_ATTACH_MS 10000 /* how long a client waits for the relay */
 
@@ -118,6 +120,8 @@ void lifecycle_tick(struct gateway *gw);
 void lifecycle_drive_one(struct gateway *gw, const char *id);
 /* True while the sandbox's supervisor runs (log followers stop after it). */
 bool lifecycle_running(struct gateway *gw, const char *id);
+/* Stopped, Error, or the agent's own end: Succeeded (exit 0) / Failed. */
+bool lifecycle_phase_ended(const char *phase);
 /* Material (policy, credentials, inference, token) handed to the driver. */
 int lifecycle_configure(struct gateway *gw, json_t *row, const char *policy_yaml, const char *token,
 			os_error *err);

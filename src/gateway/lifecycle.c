@@ -1,5 +1,6 @@
 /* lifecycle.c - sandbox phases: Provisioning -> Ready -> Stopping -> Stopped
- * -> Starting -> Ready, Error (with the reason), Deleting. Every action
+ * -> Starting -> Ready, Succeeded / Failed (the agent ended by itself, with
+ * its exit code, as a Pod's), Error (with the reason), Deleting. Every action
  * persists the intent ("desired") before the driver acts, and a periodic
  * pass drives each sandbox toward it from what the driver reports, so a
  * gateway that crashed anywhere resumes where it stopped. Never forgets a
@@ -100,10 +101,10 @@ int lifecycle_act(struct gateway *gw, json_t *row, const char *action, os_error 
 		return os_error_set(err, EBUSY, "sandbox \"%s\" is being deleted",
 				    str(row, "name"));
 	if (!strcmp(action, "start")) {
-		if (strcmp(phase, "Stopped") != 0 && strcmp(phase, "Error") != 0)
+		if (!lifecycle_phase_ended(phase))
 			return os_error_set(err, EBUSY,
-					    "sandbox \"%s\" is %s: only a Stopped or Error "
-					    "sandbox can be started",
+					    "sandbox \"%s\" is %s: only a Stopped, Succeeded, "
+					    "Failed or Error sandbox can be started",
 					    str(row, "name"), phase);
 		json_object_set_new(row, "desired", json_string("running"));
 		json_object_set_new(row, "exit_code", json_null());
@@ -125,6 +126,12 @@ int lifecycle_act(struct gateway *gw, json_t *row, const char *action, os_error 
 		return -1;
 	lifecycle_tick(gw);
 	return 0;
+}
+
+bool lifecycle_phase_ended(const char *phase)
+{
+	return !strcmp(phase, "Stopped") || !strcmp(phase, "Error") ||
+	       !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed");
 }
 
 bool lifecycle_running(struct gateway *gw, const char *id)
@@ -221,7 +228,14 @@ static void drive_running(struct gateway *gw, json_t *row, const json_t *st)
 		settle_policies(gw, row, st, false);
 	} else if (!strcmp(dp, "Failed")) {
 		exit_from(row, st);
-		set(row, "Error", str(st, "message"));
+		const json_t *ec = json_object_get(st, "exit_code");
+		bool agent =
+			json_is_true(json_object_get(st, "agent_exited")) && json_is_integer(ec);
+		set(row,
+		    !agent			  ? "Error"
+		    : json_integer_value(ec) == 0 ? "Succeeded"
+						  : "Failed",
+		    str(st, "message"));
 		save(gw, row, NULL);
 		if (!session)
 			settle_policies(gw, row, st, false);
@@ -256,7 +270,7 @@ static void drive(struct gateway *gw, json_t *row)
 		}
 		return;
 	}
-	if (!strcmp(phase, "Stopped") || !strcmp(phase, "Error"))
+	if (lifecycle_phase_ended(phase))
 		return;
 	if (gw->driver->ops->status(gw->driver, rec, &st, &err) < 0) {
 		log_warn("sandbox %s: status: %s", str(row, "name"), err.msg);

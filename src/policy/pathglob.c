@@ -121,3 +121,26 @@ bool path_glob_is_literal(const char *pattern)
 {
 	return strchr(pattern, '*') == NULL;
 }
+
+/* `*` matches any run of bytes; everything else literally. */
+bool glob_star_match(const char *pat, const char *s)
+{
+	const char *star = NULL, *resume = NULL;
+	while (*s) {
+		if (*pat == '*') {
+			star = pat++;
+			resume = s;
+		} else if (*pat == *s) {
+			pat++;
+			s++;
+		} else if (star) {
+			pat = star + 1;
+			s = ++resume;
+		} else {
+			return false;
+		}
+	}
+	while (*pat == '*')
+		pat++;
+	return *pat == '\0';
+}

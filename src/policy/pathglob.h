@@ -11,4 +11,7 @@ bool path_glob_match(const char *pattern, const char *path);
  * used as an exact-match key. */
 bool path_glob_is_literal(const char *pattern);
 
+/* `*` matches any run of bytes (`/` included); everything else literally. */
+bool glob_star_match(const char *pat, const char *s);
+
 #endif

@@ -99,33 +99,10 @@ static void query_parse(const char *q, size_t len, struct qparams *p)
 	}
 }
 
-/* `*` matches any run of bytes; everything else literally. */
-static bool star_match(const char *pat, const char *s)
-{
-	const char *star = NULL, *resume = NULL;
-	while (*s) {
-		if (*pat == '*') {
-			star = pat++;
-			resume = s;
-		} else if (*pat == *s) {
-			pat++;
-			s++;
-		} else if (star) {
-			pat = star + 1;
-			s = ++resume;
-		} else {
-			return false;
-		}
-	}
-	while (*pat == '*')
-		pat++;
-	return *pat == '\0';
-}
-
 static bool globs_match(const struct policy_query *m, const char *v)
 {
 	for (size_t i = 0; i < m->n_globs; i++)
-		if (star_match(m->globs[i], v))
+		if (glob_star_match(m->globs[i], v))
 			return true;
 	return false;
 }
@@ -224,9 +201,11 @@ static void finish(struct policy_decision *out, const struct policy_endpoint *ep
 	out->verdict = !violation			     ? POLICY_ALLOW
 		       : ep->enforcement == POLICY_ENF_AUDIT ? POLICY_AUDIT
 							     : POLICY_DENY;
-	snprintf(out->detail, sizeof out->detail, "%s %.200s %s by %s of policy %s", m, path,
-		 violation ? "not permitted" : "permitted", out->rule[0] ? out->rule : "policy",
-		 out->policy);
+	/* "... not permitted by rule deny_rules[0] of policy web", or, no rule
+	 * decided, "... not permitted by policy web". */
+	snprintf(out->detail, sizeof out->detail, "%s %.200s %s by %s%spolicy %s", m, path,
+		 violation ? "not permitted" : "permitted", out->rule[0] ? out->rule : "",
+		 out->rule[0] ? " of " : "", out->policy);
 }
 
 void policy_decide_request(const struct policy_gen *g, const struct policy_endpoint *ep,
@@ -258,6 +237,14 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 		out->reason = POLICY_R_PATH_REJECTED;
 		snprintf(out->detail, sizeof out->detail, "%s request path rejected: %s", m,
 			 canon_result_name(cr));
+		return;
+	}
+	if (policy_protocol_is_rpc(ep->protocol)) {
+		rpc_decide_transport(ep, m, canon, out);
+		return;
+	}
+	if (ep->protocol == POLICY_PROTO_GRAPHQL) {
+		graphql_decide_transport(ep, m, canon, out);
 		return;
 	}
 	if (ep->protocol != POLICY_PROTO_REST) {

@@ -48,4 +48,12 @@ uint64_t host_hash(const char *s);
 const struct host_slot *host_table_find(const struct host_table *t, const char *key, uint64_t h);
 bool bin_set_match(const struct bin_set *b, const char *const *chain, size_t n);
 
+/* json-rpc / mcp: may this HTTP exchange carry messages? (policy_decide_rpc.c) */
+void rpc_decide_transport(const struct policy_endpoint *ep, const char *m, const char *canon,
+			  struct policy_decision *out);
+
+/* graphql: may this HTTP exchange carry operations? (policy_decide_graphql.c) */
+void graphql_decide_transport(const struct policy_endpoint *ep, const char *m, const char *canon,
+			      struct policy_decision *out);
+
 #endif

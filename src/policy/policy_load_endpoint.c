@@ -171,25 +171,30 @@ static const char *glob_problem(const char *p)
 	return NULL;
 }
 
-static void load_query_globs(struct lctx *c, const struct ynode *v, struct policy_query *q)
+/* A matcher's globs: "glob", {glob: GLOB} or {any: [globs]} (OpenShell's
+ * matcher forms). Tool-name globs (tool) must be non-empty and use only
+ * `*`: the other glob metacharacters upstream knows are refused, never read
+ * literally. */
+void load_matcher_globs(struct lctx *c, const struct ynode *v, bool tool, struct policy_query *q)
 {
-	static const char *const keys[] = { "any", NULL };
+	static const char *const keys[] = { "glob", "any", NULL };
+	const char *what = tool ? "a tool-name glob" : "a glob";
 	const struct ynode *list = v;
 	if (v && v->kind == YNODE_MAPPING) {
 		check_keys(c, v, keys);
-		list = ynode_map_get(v, "any");
-		size_t old = kp_push(c, ".any");
-		if (!list)
-			lerr(c, v, "required key missing (expected a list of globs)");
-		else if (want_seq(c, list, true))
-			;
-		else
-			list = NULL;
+		const struct ynode *g = ynode_map_get(v, "glob"), *a = ynode_map_get(v, "any");
+		if ((g != NULL) == (a != NULL)) {
+			lerr(c, v, "a matcher needs exactly one of `glob` or `any`");
+			return;
+		}
+		size_t old = kp_push(c, g ? ".glob" : ".any");
+		list = g ? g : a;
+		bool ok = g || want_seq(c, a, true);
 		kp_pop(c, old);
-		if (!list)
+		if (!ok)
 			return;
 	} else if (!v || v->kind != YNODE_SCALAR) {
-		lerr_expected(c, v, "a glob or {any: [globs]}");
+		lerr_expected(c, v, "a glob, {glob: GLOB} or {any: [globs]}");
 		return;
 	}
 	size_t n = list->kind == YNODE_SEQUENCE ? list->seq.n : 1;
@@ -201,7 +206,13 @@ static void load_query_globs(struct lctx *c, const struct ynode *v, struct polic
 	for (size_t i = 0; i < n; i++) {
 		const struct ynode *g = list->kind == YNODE_SEQUENCE ? list->seq.items[i] : list;
 		const char *s;
-		if (get_str(c, g, "a glob", &s))
+		if (!get_str(c, g, what, &s))
+			continue;
+		if (tool && !*s)
+			lerr_expected(c, g, "a non-empty tool-name glob");
+		else if (tool && strpbrk(s, "?[]{}"))
+			lerr_expected(c, g, "a tool-name glob using only `*` wildcards");
+		else
 			q->globs[q->n_globs++] = ldup(c, s);
 	}
 }
@@ -220,7 +231,7 @@ static void load_query(struct lctx *c, const struct ynode *n, struct policy_rule
 		size_t old = kp_push(c, ".%.64s", k->scalar.value);
 		struct policy_query *q = &r->query[r->n_query++];
 		q->name = ldup(c, k->scalar.value);
-		load_query_globs(c, n->map.pairs[i].value, q);
+		load_matcher_globs(c, n->map.pairs[i].value, false, q);
 		kp_pop(c, old);
 	}
 }
@@ -229,6 +240,14 @@ static void load_query(struct lctx *c, const struct ynode *n, struct policy_rule
 static void load_matcher(struct lctx *c, const struct ynode *n, struct policy_rule *r)
 {
 	static const char *const keys[] = { "method", "path", "query", NULL };
+	if (policy_protocol_is_rpc(c->ep_proto)) {
+		load_rpc_matcher(c, n, r);
+		return;
+	}
+	if (c->ep_proto == POLICY_PROTO_GRAPHQL) {
+		load_graphql_matcher(c, n, r);
+		return;
+	}
 	if (!want_map(c, n))
 		return;
 	check_keys(c, n, keys);
@@ -335,11 +354,6 @@ static const struct {
 	{ "credential_signing", "AWS SigV4 signing: the secret must be signed, never sent raw" },
 	{ "signing_service", "AWS SigV4 signing: the secret must be signed, never sent raw" },
 	{ "signing_region", "AWS SigV4 signing: the secret must be signed, never sent raw" },
-	{ "persisted_queries", "GraphQL inspection" },
-	{ "graphql_persisted_queries", "GraphQL inspection" },
-	{ "graphql_max_body_bytes", "GraphQL inspection" },
-	{ "json_rpc", "JSON-RPC inspection" },
-	{ "mcp", "MCP inspection" },
 };
 
 /* Upstream booleans that, when ignored, only make this sandbox do less. */
@@ -378,6 +392,23 @@ static void load_endpoint_path(struct lctx *c, const struct ynode *v, struct pol
 	ep->path = ldup(c, s);
 }
 
+/* The protocol a `protocol:` value names, or NONE when it names none we load. */
+static enum policy_protocol policy_protocol_of(const struct ynode *v)
+{
+	static const struct {
+		const char *name;
+		enum policy_protocol p;
+	} known[] = { { "rest", POLICY_PROTO_REST },
+		      { "tcp", POLICY_PROTO_TCP },
+		      { "json-rpc", POLICY_PROTO_JSONRPC },
+		      { "mcp", POLICY_PROTO_MCP },
+		      { "graphql", POLICY_PROTO_GRAPHQL } };
+	for (size_t i = 0; v && i < ARRAY_SIZE(known); i++)
+		if (ynode_scalar_eq(v, known[i].name))
+			return known[i].p;
+	return POLICY_PROTO_NONE;
+}
+
 static void load_tls(struct lctx *c, const struct ynode *v, struct policy_endpoint *ep)
 {
 	ep->tls_explicit = true;
@@ -395,26 +426,21 @@ static void load_tls(struct lctx *c, const struct ynode *v, struct policy_endpoi
 
 static void load_protocol(struct lctx *c, const struct ynode *v, struct policy_endpoint *ep)
 {
-	static const char *const later[] = {
-		"graphql", "sql", "json-rpc", "mcp", "websocket", NULL
-	};
-	if (ynode_scalar_eq(v, "rest")) {
-		ep->protocol = POLICY_PROTO_REST;
-		return;
-	}
-	if (ynode_scalar_eq(v, "tcp")) {
-		ep->protocol = POLICY_PROTO_TCP;
+	static const char *const later[] = { "sql", "websocket", NULL };
+	enum policy_protocol p = policy_protocol_of(v);
+	if (p != POLICY_PROTO_NONE) {
+		ep->protocol = p;
 		return;
 	}
 	for (size_t i = 0; later[i]; i++)
 		if (ynode_scalar_eq(v, later[i])) {
 			lerr(c, v,
 			     "protocol %s is not supported yet (its requests would pass "
-			     "uninspected); use rest or tcp",
+			     "uninspected); use rest, json-rpc, mcp, graphql or tcp",
 			     later[i]);
 			return;
 		}
-	lerr_expected(c, v, "rest or tcp");
+	lerr_expected(c, v, "rest, json-rpc, mcp, graphql or tcp");
 }
 
 static void load_field(struct lctx *c, const char *k, const struct ynode *v,
@@ -447,6 +473,12 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 		load_credential(c, v, ep);
 	} else if (!strcmp(k, "path")) {
 		load_endpoint_path(c, v, ep);
+	} else if (!strcmp(k, "json_rpc")) {
+		load_json_rpc_stanza(c, v, ep);
+	} else if (!strcmp(k, "mcp")) {
+		load_mcp_stanza(c, v, ep);
+	} else if (load_graphql_field(c, k, v, ep)) {
+		return;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(not_enforced); i++) {
 		bool *f = flag_for(ep, i);
@@ -498,6 +530,7 @@ static void ignore_l7_keys(struct lctx *c, const struct ynode *n, struct policy_
 static void check_combination(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
 {
 	bool rest = ynode_scalar_eq(ynode_map_get(n, "protocol"), "rest");
+	bool inspected = policy_protocol_inspected(ep->protocol);
 	bool tcp = ynode_scalar_eq(ynode_map_get(n, "protocol"), "tcp");
 	bool proto = ynode_map_get(n, "protocol") != NULL;
 	const struct ynode *rules = ynode_map_get(n, "rules"), *acc = ynode_map_get(n, "access");
@@ -505,9 +538,9 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 	const struct ynode *cred = ynode_map_get(n, "credential_binding");
 	const struct ynode *path = ynode_map_get(n, "path");
 	size_t old = c->plen;
-	if (deny && !rest) {
+	if (deny && !inspected) {
 		kp_push(c, ".deny_rules");
-		lerr(c, deny, "requires protocol: rest");
+		lerr(c, deny, "requires protocol: rest, json-rpc, mcp or graphql");
 	} else if (rules && acc) {
 		kp_push(c, ".rules");
 		lerr(c, rules, "cannot be combined with access (choose one)");
@@ -523,20 +556,22 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 		lerr(c, cred,
 		     "cannot be used with protocol: tcp (a raw TCP stream is never inspected, so "
 		     "the binding could never be used)");
-	} else if (rest && tls && ynode_scalar_eq(tls, "skip")) {
+	} else if (inspected && tls && ynode_scalar_eq(tls, "skip")) {
 		kp_push(c, ".tls");
 		lwarn(c, tls,
 		      "'tls: skip' with L7 rules: OpenShell cannot inspect encrypted traffic "
 		      "then; here TLS is still terminated so the rules are enforced (skip is "
-		      "ignored on protocol: rest)");
+		      "ignored on inspected protocols)");
 		ep->tls = POLICY_TLS_AUTO;
 	}
 	kp_pop(c, old);
 	if (!proto)
 		ignore_l7_keys(c, n, ep);
-	if (path && !rest && ep->path) {
+	check_rpc_endpoint(c, n, ep);
+	check_graphql_endpoint(c, n, ep);
+	if (path && !inspected && ep->path) {
 		kp_push(c, ".path");
-		lwarn(c, path, "ignored: an endpoint path only applies to protocol: rest");
+		lwarn(c, path, "ignored: an endpoint path only applies to inspected protocols");
 		kp_pop(c, old);
 		free(ep->path);
 		ep->path = NULL;
@@ -583,7 +618,10 @@ void load_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint
 		return;
 	ep->line = n->line;
 	ep->col = n->col;
+	ep->mcp_strict_tool_names = true; /* OpenShell's default */
 	check_keys(c, n, keys);
+	/* Rules are read by the endpoint's protocol, wherever `protocol:` is. */
+	c->ep_proto = policy_protocol_of(ynode_map_get(n, "protocol"));
 	for (size_t i = 0; i < n->map.n; i++) {
 		const char *k = n->map.pairs[i].key->scalar.value;
 		size_t old = kp_push(c, ".%s", k);

@@ -22,6 +22,7 @@ struct lctx {
 	const struct policy_limits *lim;
 	struct policy_doc *doc;
 	bool saw_tls_skip_rest; /* one note per file is enough */
+	enum policy_protocol ep_proto; /* protocol of the endpoint being loaded */
 };
 
 /* Key path: push returns the previous length to pass to kp_pop. */
@@ -57,6 +58,24 @@ void policy_rules_free(struct policy_rule *r, size_t n);
 
 /* Endpoint parsing (policy_load_endpoint.c). */
 void load_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
+/* A matcher's globs into q (policy_load_endpoint.c); tool: tool-name rules. */
+void load_matcher_globs(struct lctx *c, const struct ynode *v, bool tool, struct policy_query *q);
+/* json-rpc / mcp (policy_load_rpc.c): one rule's matcher, the `json_rpc:`
+ * and `mcp:` stanzas, and the checks that need the whole endpoint. */
+void load_rpc_matcher(struct lctx *c, const struct ynode *n, struct policy_rule *r);
+void load_json_rpc_stanza(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
+void load_mcp_stanza(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
+void check_rpc_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
+/* graphql (policy_load_graphql.c): one rule's matcher, the endpoint keys
+ * (true when k is one of them), and the checks that need the endpoint. */
+void load_graphql_matcher(struct lctx *c, const struct ynode *n, struct policy_rule *r);
+bool load_graphql_field(struct lctx *c, const char *k, const struct ynode *v,
+			struct policy_endpoint *ep);
+void check_graphql_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
+void policy_graphql_ops_free(struct policy_graphql_op *ops, size_t n);
+/* network_middlewares (policy_load_middleware.c). */
+void load_middlewares(struct lctx *c, const struct ynode *n);
+void policy_middlewares_free(struct policy_middleware *m, size_t n);
 /* Cross-endpoint checks (policy_overlap.c): host:port overlaps must agree. */
 void check_overlaps(struct lctx *c);
 

@@ -63,7 +63,7 @@ static bool str_eq(const char *a, const char *b)
 
 static bool has_request_config(const struct policy_endpoint *e)
 {
-	return e->protocol == POLICY_PROTO_REST || e->n_allowed || e->tls_explicit ||
+	return policy_protocol_inspected(e->protocol) || e->n_allowed || e->tls_explicit ||
 	       e->credential_provider;
 }
 
@@ -97,6 +97,16 @@ static const char *disagreement(const struct policy_endpoint *a, const struct po
 		return "allow_encoded_slash";
 	if (a->request_body_credential_rewrite != b->request_body_credential_rewrite)
 		return "request_body_credential_rewrite";
+	if (a->json_rpc_max_body_bytes != b->json_rpc_max_body_bytes)
+		return "json_rpc.max_body_bytes";
+	if (a->mcp_strict_tool_names != b->mcp_strict_tool_names)
+		return "mcp.strict_tool_names";
+	if (a->mcp_allow_all_known_methods != b->mcp_allow_all_known_methods)
+		return "mcp.allow_all_known_mcp_methods";
+	if (a->graphql_max_body_bytes != b->graphql_max_body_bytes)
+		return "graphql_max_body_bytes";
+	if (a->graphql_allow_registered != b->graphql_allow_registered)
+		return "persisted_queries";
 	if (a->websocket_credential_rewrite != b->websocket_credential_rewrite)
 		return "websocket_credential_rewrite";
 	return NULL;

@@ -59,6 +59,45 @@ int launch_spec_sandbox_uid(json_t *spec, uint64_t uid)
 	return 0;
 }
 
+static bool names_sandbox(const json_t *v)
+{
+	return json_is_string(v) && strcmp(json_string_value(v), "sandbox") == 0;
+}
+
+int launch_spec_sandbox_account(json_t *spec, os_error *err)
+{
+	const json_t *u = json_object_get(spec, "user"), *g = json_object_get(spec, "group");
+	bool user = names_sandbox(u) && !getpwnam("sandbox");
+	bool group = names_sandbox(g) && !getgrnam("sandbox");
+	if (!user && !group)
+		return 0;
+	const struct passwd *taken_u = user ? getpwuid(LAUNCH_SPEC_SANDBOX_ID) : NULL;
+	const struct group *taken_g = group ? getgrgid(LAUNCH_SPEC_SANDBOX_ID) : NULL;
+	if (taken_u || taken_g)
+		return os_error_set(
+			err, EEXIST,
+			"the policy runs the agent as `sandbox`, this host has no such "
+			"%s, and id %d, which would stand in for it, is %s's: create the "
+			"account (useradd -r -U sandbox) or give run_as_user/run_as_group "
+			"as numbers",
+			user ? "user" : "group", LAUNCH_SPEC_SANDBOX_ID,
+			taken_u ? taken_u->pw_name : taken_g->gr_name);
+	log_warn("this host has no `sandbox` %s: the agent runs with id %d in its place, which "
+		 "needs no account (create one with useradd -r -U sandbox to use it instead)",
+		 user && group ? "user or group"
+		 : user	       ? "user"
+			       : "group",
+		 LAUNCH_SPEC_SANDBOX_ID);
+	if (user && json_object_set_new(spec, "user", json_integer(LAUNCH_SPEC_SANDBOX_ID)) < 0)
+		return os_error_set(err, ENOMEM, "out of memory");
+	/* A number for the user needs a group: the stand-in's, unless the policy
+	 * named one that exists. */
+	if ((group || (user && !g)) &&
+	    json_object_set_new(spec, "group", json_integer(LAUNCH_SPEC_SANDBOX_ID)) < 0)
+		return os_error_set(err, ENOMEM, "out of memory");
+	return 0;
+}
+
 /* True when every ancestor of path lets uid/gid search it. */
 static bool reachable_by(const char *path, uid_t uid, gid_t gid)
 {

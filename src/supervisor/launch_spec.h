@@ -22,6 +22,13 @@ json_t *launch_spec_new(const struct sup_options *o, const char *proxy_url);
  * cwd and HOME; bound on /sandbox when the launcher makes namespaces. */
 int launch_spec_workdir(json_t *spec, const char *workdir, os_error *err);
 
+/* A policy's `sandbox` user or group that this host has no account for
+ * becomes LAUNCH_SPEC_SANDBOX_ID, which needs none (logged once); an error
+ * when another account owns that id. For launchers that share this host's
+ * passwd and group files (the local driver's). */
+#define LAUNCH_SPEC_SANDBOX_ID 65533
+int launch_spec_sandbox_account(json_t *spec, os_error *err);
+
 /* The sandbox's own uid and gid (--sandbox-uid) replace whatever user and
  * group the policy chose; a policy that asked for another is logged. */
 int launch_spec_sandbox_uid(json_t *spec, uint64_t uid);

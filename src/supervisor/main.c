@@ -4,6 +4,7 @@
  * stream; the usage text is a record too there. */
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "audit_sink.h"
@@ -24,6 +25,8 @@ int main(int argc, char **argv)
 	struct sup_options o;
 	os_error err = { 0 };
 	int audit_fd = STDERR_FILENO, code = 1;
+	if (argc == 2 && !strcmp(argv[1], "--version"))
+		return printf("openshell-supervisor %s\n", OPENSHELL_VERSION) < 0;
 	signal(SIGPIPE, SIG_IGN);
 	log_init("openshell-supervisor", LOG_LVL_INFO, LOG_FMT_AUTO, STDERR_FILENO);
 	if (sup_options_parse(argc, argv, &o, &err) < 0) {

@@ -216,3 +216,43 @@ def test_control_without_injection_agent_runs():
     finally:
         sup.stop()
     assert rc == 0 and "AGENT-RAN" in out, err
+
+
+def test_agent_reads_its_denials_from_policy_local(supervisors):
+    """From inside a real sandbox, with nothing set up by the agent: a refused
+    HTTPS request, then `curl http://policy.local/v1/denials` through the
+    proxy variables the sandbox sets, which names the refusal (no query)."""
+    script = ("curl -s -o /dev/null -w 'connect=%{http_connect}\\n' "
+              "'https://denied.test/x?key=hidden'; curl -s http://policy.local/v1/denials")
+    sup = supervisors("bt-denials", ["/bin/sh", "-c", script])
+    rc, out, err = sup.wait()
+    assert rc == 0, err
+    assert "connect=403" in out
+    import json
+    doc = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+    d = doc["denials"][0]
+    assert d["host"] == "denied.test" and d["port"] == 443 and d["error"] == "policy_denied"
+    assert d["binary"].endswith("/curl") and "hidden" not in out
+
+
+TRUST_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+              "NPM_CONFIG_CAFILE", "PIP_CERT", "AWS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+
+
+def test_every_runtime_is_told_to_trust_the_sandbox_ca(supervisors):
+    """Each variable names a file the agent can read inside its view; the
+    bundles hold the system roots and the sandbox CA, Node's the CA alone."""
+    script = "; ".join(
+        f'echo "{v}=${v} $(grep -c BEGIN.CERTIFICATE "${v}")"' for v in TRUST_VARS)
+    script += '; echo "NODE_USE_ENV_PROXY=$NODE_USE_ENV_PROXY"'
+    sup = supervisors("bt-trust", ["/bin/sh", "-c", script])
+    rc, out, err = sup.wait()
+    assert rc == 0, err
+    seen = dict(l.split("=", 1) for l in out.splitlines() if "=" in l and l.split("=")[0] in
+                (*TRUST_VARS, "NODE_USE_ENV_PROXY"))
+    assert seen["NODE_USE_ENV_PROXY"] == "1"
+    counts = {v: int(seen[v].rsplit(" ", 1)[1]) for v in TRUST_VARS}
+    assert counts["NODE_EXTRA_CA_CERTS"] == 1, seen
+    bundle = seen["SSL_CERT_FILE"].rsplit(" ", 1)[0]
+    for v in TRUST_VARS[:-1]:
+        assert seen[v].rsplit(" ", 1)[0] == bundle and counts[v] > 1, seen

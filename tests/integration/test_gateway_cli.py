@@ -79,11 +79,20 @@ def test_create_attaches_and_returns_the_agent_exit_code(gw):
     assert r.returncode == 7, (r.stdout, r.stderr)
     assert "agent says hi-there" in r.stdout
     row = gw.sandbox("att")
-    assert row["phase"] == "Error" and row["exit_code"] == 7
-    assert "exited with code 7" in row["message"]
-    # Positive control: exit 0 is 0.
+    # The agent's own end, as a Pod's: Failed with its code, not Error.
+    assert row["phase"] == "Failed" and row["exit_code"] == 7, row
+    assert "the agent exited with code 7" in row["message"]
+    # Positive control: exit 0 is 0, and Succeeded.
     r = gw.cli("sandbox", "create", "--name", "att0", "--", "/bin/true")
     assert r.returncode == 0, r.stderr
+    row = gw.sandbox("att0")
+    assert row["phase"] == "Succeeded" and row["exit_code"] == 0, row
+    r = gw.cli("sandbox", "list", check=0)
+    assert any(l.split()[:2] == ["att0", "Succeeded"] for l in r.stdout.splitlines()), r.stdout
+    # A finished sandbox starts again, like a stopped one.
+    r = gw.cli("sandbox", "start", "att0")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    gw.wait_phase("att0", "Succeeded")
 
 
 def test_logs_show_agent_output(gw):
@@ -93,6 +102,22 @@ def test_logs_show_agent_output(gw):
              what="log line")
     r = gw.cli("sandbox", "logs", "nosuch")
     assert r.returncode == 1 and "no sandbox" in r.stderr
+
+
+def test_logs_audit_shows_the_supervisors_decisions(gw):
+    gw.cli("sandbox", "create", "--name", "aud", "--detach", "--", "/bin/sh", "-c",
+           "curl -s -o /dev/null https://denied.test/x; sleep 300", check=0)
+
+    def denial():
+        out = gw.cli("sandbox", "logs", "aud", "--audit").stdout
+        recs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+        return [r for r in recs if r.get("host") == "denied.test" and r.get("decision") == "deny"]
+    wait_for(denial, 15, what="the denial in the audit log")
+    # The supervisor's own log is another stream: no decision records there.
+    plain = gw.cli("sandbox", "logs", "aud").stdout
+    assert '"decision":"deny"' not in plain.replace(" ", "")
+    r = gw.cli("sandbox", "logs", "aud", "--audit", "--bogus")
+    assert r.returncode == 2
 
 
 def test_bad_input_errors_say_what_to_do(gw):

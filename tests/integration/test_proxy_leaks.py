@@ -58,3 +58,71 @@ def test_proxy_load_under_leak_checker(upstream, monkeypatch):
     # Every state change the load made is one proxy_state.c allows.
     assert "unexpected state change" not in err, err[-4000:]
     assert p.proc.returncode == 0, err[-2000:]
+
+
+RPC_POLICY = """
+version: 1
+network_policies:
+  rpc:
+    endpoints:
+      - host: upstream.test
+        port: 80
+        allowed_ips: ["198.51.100.0/24"]
+        protocol: json-rpc
+        rules:
+          - allow: { method: a }
+      - host: other.test
+        port: 9100
+        allowed_ips: ["198.51.100.0/24"]
+        protocol: mcp
+        rules:
+          - allow: { method: tools/list }
+          - allow: { method: notifications/progress }
+    binaries:
+      - { path: "/usr/bin/python3*" }
+"""
+
+
+def test_jsonrpc_and_mcp_under_leak_checker(upstream, monkeypatch):
+    """JSON-RPC calls allowed, denied, batched, malformed and over the cap,
+    and MCP answers judged (events split across reads, dropped events, a
+    forbidden JSON answer): no leak or memory error."""
+    if not os.access(SAN_BIN, os.X_OK):
+        pytest.fail(f"sanitizer build missing: {SAN_BIN} (make build-san)")
+    fake = subprocess.Popen(["ip", "netns", "exec", upstream.ns, "/usr/bin/python3",
+                             os.path.join(build.TESTS, "integration", "mcp_fake_server.py"),
+                             proxy_util.UPSTREAM_IP, "9100"], stdout=subprocess.PIPE, text=True)
+    assert fake.stdout.readline().strip() == "ready"
+    monkeypatch.setattr(proxy_util, "PROXY_BIN", SAN_BIN)
+    monkeypatch.setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=23")
+    p = Proxy(upstream, RPC_POLICY)
+
+    def post(host, path, body, extra=b""):
+        return p.raw(b"POST http://%s%s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %d\r\n"
+                     b"Connection: close\r\n\r\n%s" % (host, path, host, extra, len(body), body))
+
+    try:
+        for _ in range(10):
+            assert post(b"upstream.test", b"/", b'{"jsonrpc":"2.0","id":1,"method":"a"}'
+                        ).startswith(b"HTTP/1.1 200")
+            assert post(b"upstream.test", b"/", b'[{"jsonrpc":"2.0","id":1,"method":"a"},'
+                        b'{"jsonrpc":"2.0","id":2,"method":"b"}]').startswith(b"HTTP/1.1 403")
+            assert post(b"upstream.test", b"/", b'{"jsonrpc":"2.0","id":1,"id":1}'
+                        ).startswith(b"HTTP/1.1 403")
+            assert post(b"upstream.test", b"/", b"{" * 70000).startswith(b"HTTP/1.1 413")
+            p.raw(b"POST http://upstream.test/ HTTP/1.1\r\nHost: upstream.test\r\n"
+                  b"Content-Length: 100\r\n\r\n{\"jsonrpc\"")  # abandoned mid-body
+            for path in (b"/sse-split", b"/sse-type", b"/sse-bad", b"/json-smuggle",
+                         b"/json-ok"):
+                post(b"other.test:9100", path, b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+                     b"Accept: application/json, text/event-stream\r\n")
+    finally:
+        p.proc.send_signal(signal.SIGTERM)
+        _, err = p.proc.communicate(timeout=30)
+        fake.kill()
+        fake.wait()
+    assert "ERROR: LeakSanitizer" not in err, err[-4000:]
+    assert "ERROR: AddressSanitizer" not in err, err[-4000:]
+    assert "runtime error" not in err, err[-4000:]
+    assert "unexpected state change" not in err, err[-4000:]
+    assert p.proc.returncode == 0, err[-2000:]

@@ -139,11 +139,15 @@ def test_combined_objects(kube, drv):
     assert sorted(agent["securityContext"]["capabilities"]["add"]) == ["NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE"]
     init = spec["initContainers"][0]
     assert init["image"] == "registry.invalid/openshell-supervisor:1"
-    assert init["command"][0] == "cp" and "/opt/openshell/bin/" in init["command"]
+    # The supervisor image's whole bundle (docs/images.md), copied beside
+    # nothing of that image and mounted where its loader path points.
+    assert init["command"] == ["cp", "-R", "/opt/openshell/bin", "/opt/openshell/lib",
+                               "/opt/openshell/etc", "/mnt/openshell/"]
+    assert {m["name"]: m["mountPath"] for m in init["volumeMounts"]} == {"openshell-bin": "/mnt/openshell"}
     vols = {v["name"]: v for v in spec["volumes"]}
     assert vols["openshell-bin"] == {"name": "openshell-bin", "emptyDir": {}}
     mounts = {m["name"]: m["mountPath"] for m in agent["volumeMounts"]}
-    assert mounts["openshell-bin"] == "/opt/openshell/bin"
+    assert mounts["openshell-bin"] == "/opt/openshell"
     assert "schedulingGates" not in spec
 
 

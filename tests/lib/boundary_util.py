@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from tests.lib import build
+from tests.lib import build, procfs
 
 SUPERVISOR = build.binary("openshell-supervisor")
 BENCH = build.binary("boundary-bench")
@@ -159,16 +159,9 @@ def sandbox_child_pid(sup_pid, timeout=10):
     """pid of the launcher (the supervisor's child): it lives in the sandbox netns."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
+        for pid, fields in procfs.stat_all():
             if int(fields[1]) == sup_pid:
-                return int(d)
+                return pid
         time.sleep(0.02)
     raise AssertionError("no sandbox process found under the supervisor")
 

@@ -115,8 +115,11 @@ def cleanup_all():
 class Gateway:
     """One openshell-gateway on a temp state dir and a free port."""
 
-    def __init__(self, state_dir=None, extra_env=None, ssl_context=None):
+    def __init__(self, state_dir=None, extra_env=None, ssl_context=None, argv_prefix=None):
         _made.append(self)
+        # e.g. ["unshare", "--mount", "--", "sh", "-c", SCRIPT, "sh"]: the gateway (and
+        # its supervisors) run with what the prefix arranged, such as bind mounts.
+        self.argv_prefix = list(argv_prefix or [])
         self.owns_dir = state_dir is None
         self.ssl_context = ssl_context  # set: the TCP listener speaks TLS (request() too)
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="osgw-", dir="/var/tmp")
@@ -138,7 +141,7 @@ class Gateway:
     def start(self, extra_env=None):
         env = dict(self.env, **self.extra_env, **(extra_env or {}))
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([GATEWAY, "--state-dir", self.state_dir, "--listen",
+        self.proc = subprocess.Popen([*self.argv_prefix, GATEWAY, "--state-dir", self.state_dir, "--listen",
                                       f"127.0.0.1:{self.port}"], env=env,
                                      stdout=self.log, stderr=self.log)
         wait_for(self.healthy, 10, what="gateway health")

@@ -171,3 +171,28 @@ class Proxy:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def module_fixtures(policy_text):
+    """The usual fixtures of a module testing one policy against the echo
+    upstream: `upstream`, `proxy` (module scope) and the autouse `clean_log`.
+    Use as `upstream, proxy, clean_log = module_fixtures(POLICY)`."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def upstream():
+        up = Upstream().start()
+        yield up
+        up.stop()
+
+    @pytest.fixture(scope="module")
+    def proxy(upstream):
+        p = Proxy(upstream, policy_text)
+        yield p
+        p.stop()
+
+    @pytest.fixture(autouse=True)
+    def clean_log(upstream):
+        upstream.clear()
+
+    return upstream, proxy, clean_log

@@ -526,6 +526,80 @@ static void gateway_session_flags_and_token(void **state)
 	unload(&f);
 }
 
+/* The mountPath of volume NAME in a container, or NULL. */
+static const char *mount_of(const json_t *container, const char *name, bool *read_only)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach (json_object_get(container, "volumeMounts"), i, m)
+		if (!strcmp(json_string_value(json_object_get(m, "name")), name)) {
+			*read_only = json_is_true(json_object_get(m, "readOnly"));
+			return json_string_value(json_object_get(m, "mountPath"));
+		}
+	return NULL;
+}
+
+static void command_is(const json_t *container, const char *expected)
+{
+	_cleanup_free_ char *line = json_dumps(json_object_get(container, "command"), JSON_COMPACT);
+	assert_string_equal(line, expected);
+}
+
+/* The init containers copy from the supervisor image's bundle (docs/images.md:
+ * /opt/openshell/{bin,lib,etc}) into the emptyDir mounted where it hides
+ * nothing of that image, and the agent container mounts the copy where the
+ * bundled supervisor's interpreter and RPATH expect it. */
+static void installers_copy_the_bundle_where_agents_run_it(void **state)
+{
+	struct fx f;
+	os_error err = { 0 };
+	bool ro = false;
+	assert_int_equal(load(&f, "", &err), 0);
+	json_t *rec = validate(&f, request("b1", NULL), &err);
+	json_t *wl = k8s_render_workload_pod(&f.s, rec, NULL, "10.96.0.9");
+	json_t *init = json_array_get(P(wl, "spec", "initContainers"), 0);
+	json_t *agent = json_array_get(P(wl, "spec", "containers"), 0);
+	/* split: only the static launcher crosses into the workload image */
+	command_is(init, "[\"cp\",\"/opt/openshell/bin/openshell-sandbox\","
+			 "\"/mnt/openshell/openshell-sandbox\"]");
+	assert_string_equal(mount_of(init, "openshell-bin", &ro), "/mnt/openshell");
+	assert_false(ro);
+	assert_string_equal(mount_of(agent, "openshell-bin", &ro), "/opt/openshell/bin");
+	assert_true(ro);
+	assert_string_equal(argv_at(agent, 0), "/opt/openshell/bin/openshell-sandbox");
+	json_decref(wl);
+	json_decref(rec);
+	unload(&f);
+
+	assert_int_equal(load(&f, "topology = \"combined\"\n", &err), 0);
+	rec = validate(&f, request("b2", NULL), &err);
+	json_t *pod = k8s_render_combined_pod(&f.s, rec, NULL);
+	init = json_array_get(P(pod, "spec", "initContainers"), 0);
+	agent = json_array_get(P(pod, "spec", "containers"), 0);
+	/* combined: the dynamic supervisor needs its loader, libraries and CAs */
+	command_is(init, "[\"cp\",\"-R\",\"/opt/openshell/bin\",\"/opt/openshell/lib\","
+			 "\"/opt/openshell/etc\",\"/mnt/openshell/\"]");
+	assert_string_equal(mount_of(init, "openshell-bin", &ro), "/mnt/openshell");
+	assert_string_equal(mount_of(agent, "openshell-bin", &ro), "/opt/openshell");
+	assert_true(ro);
+	assert_string_equal(argv_at(agent, 0), "/opt/openshell/bin/openshell-supervisor");
+	const json_t *cmd = json_object_get(agent, "command");
+	size_t i, launcher = 0, ca = 0;
+	json_t *a;
+	json_array_foreach (cmd, i, a) {
+		if (!strcmp(json_string_value(a), "--launcher"))
+			launcher = i + 1;
+		if (!strcmp(json_string_value(a), "--upstream-ca"))
+			ca = i + 1;
+	}
+	assert_true(launcher && ca);
+	assert_string_equal(argv_at(agent, launcher), "/opt/openshell/bin/openshell-sandbox");
+	assert_string_equal(argv_at(agent, ca), "/opt/openshell/etc/ssl/ca-certificates.crt");
+	json_decref(pod);
+	json_decref(rec);
+	unload(&f);
+}
+
 /* The gateway's CA, from the operator's Secret: mounted read-only (ca.crt
  * only) and named by --gateway-ca in both topologies, only when the
  * supervisor dials the gateway; refused for a plain http:// endpoint. */
@@ -657,6 +731,7 @@ int main(void)
 		cmocka_unit_test(api_status_is_read_and_scrubbed),
 		cmocka_unit_test(watch_lines_are_checked),
 		cmocka_unit_test(commands_match_supervisor_and_launcher_flags),
+		cmocka_unit_test(installers_copy_the_bundle_where_agents_run_it),
 		cmocka_unit_test(gateway_session_flags_and_token),
 		cmocka_unit_test(gateway_ca_secret_is_mounted_and_named),
 		cmocka_unit_test(default_policy_is_valid_and_allows_nothing),

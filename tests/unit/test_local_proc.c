@@ -102,12 +102,13 @@ static void gone_means_the_exit_status_is_on_disk(void **state)
 	struct fixture *f = *state;
 	for (int i = 0; i < 20; i++) {
 		struct local_pid pid;
-		int code = -1;
+		int code = -1, signo = -1;
 		spawn(f, "exit 3", &pid);
 		assert_true(wait_gone(&pid));
 		assert_false(local_proc_alive(&pid));
-		assert_int_equal(local_proc_exit_code(f->dir, &code), 1);
+		assert_int_equal(local_proc_exit_code(f->dir, &code, &signo), 1);
 		assert_int_equal(code, 3);
+		assert_int_equal(signo, 0); /* an exit, not a kill */
 		char exit_path[96];
 		snprintf(exit_path, sizeof(exit_path), "%s/exit", f->dir);
 		assert_int_equal(unlink(exit_path), 0); /* the next run must write its own */
@@ -120,7 +121,7 @@ static void exited_but_unrecorded_is_not_gone(void **state)
 {
 	struct fixture *f = *state;
 	struct local_pid pid;
-	int code = -1;
+	int code = -1, signo = -1;
 	spawn(f, "exec sleep 30", &pid);
 	assert_true(local_proc_alive(&pid)); /* positive control */
 	assert_false(local_proc_gone(&pid));
@@ -133,11 +134,12 @@ static void exited_but_unrecorded_is_not_gone(void **state)
 	assert_false(local_proc_alive(&pid));
 	sleep_ms(100);
 	assert_false(local_proc_gone(&pid));
-	assert_int_equal(local_proc_exit_code(f->dir, &code), 0);
+	assert_int_equal(local_proc_exit_code(f->dir, &code, &signo), 0);
 	assert_int_equal(kill(monitor, SIGCONT), 0);
 	assert_true(wait_gone(&pid));
-	assert_int_equal(local_proc_exit_code(f->dir, &code), 1);
+	assert_int_equal(local_proc_exit_code(f->dir, &code, &signo), 1);
 	assert_int_equal(code, 128 + SIGKILL);
+	assert_int_equal(signo, SIGKILL); /* recorded as a kill, not as exit 137 */
 }
 
 static void a_reused_pid_is_gone(void **state)

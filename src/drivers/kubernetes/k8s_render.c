@@ -321,7 +321,11 @@ static json_t *supervisor_argv(const struct k8s_settings *s, const json_t *recor
 		split ? json_pack("[s, s, s, s, s, s, s, s]", "--split-mode", "pod", "--split-key",
 				  "/etc/openshell/credentials/sandbox.key", "--split-advertise",
 				  "$(OPENSHELL_POD_IP)", "--split-control-port", "7443")
-		      : json_pack("[s, s]", "--launcher", "/opt/openshell/bin/openshell-sandbox");
+		      /* inpod (combined): runs from the bundle copied into the
+		       * workload image, whose own trust store may be empty. */
+		      : json_pack("[s, s, s, s]", "--launcher",
+				  K8S_BUNDLE_DIR "/bin/openshell-sandbox", "--upstream-ca",
+				  K8S_BUNDLE_CA);
 	json_t *agent = json_array_size(cmd) ? json_deep_copy(cmd)
 					     : json_pack("[s, s]", "sleep", "infinity");
 	/* The session to the gateway (policy pushes, status, exec): the address
@@ -415,7 +419,7 @@ static json_t *install_container(const struct k8s_settings *s, const json_t *rec
 	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:[{s:s, s:s}]}", "name", "install-openshell",
 			 "image", placement_str(record, "supervisor_image"), "imagePullPolicy",
 			 s->pull_policy, "command", command, "securityContext", ctx, "volumeMounts",
-			 "name", "openshell-bin", "mountPath", "/opt/openshell/bin");
+			 "name", "openshell-bin", "mountPath", K8S_INSTALL_DIR);
 }
 
 json_t *k8s_render_workload_pod(const struct k8s_settings *s, const json_t *record,
@@ -423,20 +427,20 @@ json_t *k8s_render_workload_pod(const struct k8s_settings *s, const json_t *reco
 {
 	char trust[96], addr[128];
 	snprintf(addr, sizeof addr, "%s:%d", supervisor_ip, K8S_CONTROL_PORT);
-	json_t *init =
-		install_container(s, record,
-				  json_pack("[s, s, s]", "cp", "/usr/local/bin/openshell-sandbox",
-					    "/opt/openshell/bin/openshell-sandbox"),
-				  restricted_ctx());
+	json_t *init = install_container(s, record,
+					 json_pack("[s, s, s]", "cp",
+						   K8S_BUNDLE_DIR "/bin/openshell-sandbox",
+						   K8S_INSTALL_DIR "/openshell-sandbox"),
+					 restricted_ctx());
 	json_t *agent = json_pack(
 		"{s:s, s:s, s:s, s:[s, s, s, s, s], s:o, s:o, s:[{s:s, s:s, s:b}, {s:s, s:s, s:b}, "
 		"{s:s, s:s}]}",
 		"name", "agent", "image", placement_str(record, "workload_image"),
 		"imagePullPolicy", s->pull_policy, "command",
-		"/opt/openshell/bin/openshell-sandbox", "--supervisor", addr, "--trust",
+		K8S_BUNDLE_DIR "/bin/openshell-sandbox", "--supervisor", addr, "--trust",
 		"/etc/openshell/trust/sandbox.key", "env", proxy_env(record, supervisor_ip),
 		"securityContext", restricted_ctx(), "volumeMounts", "name", "openshell-bin",
-		"mountPath", "/opt/openshell/bin", "readOnly", 1, "name", "trust", "mountPath",
+		"mountPath", K8S_BUNDLE_DIR "/bin", "readOnly", 1, "name", "trust", "mountPath",
 		"/etc/openshell/trust", "readOnly", 1, "name", "workspace", "mountPath",
 		"/sandbox");
 	if (!init || !agent) {
@@ -476,10 +480,12 @@ json_t *k8s_render_combined_pod(const struct k8s_settings *s, const json_t *reco
 		json_array_append_new(env,
 				      env_var("OPENSHELL_GATEWAY_ENDPOINT", s->gateway_endpoint));
 	append_caller_env(env, record);
+	/* The whole bundle: the supervisor is dynamic, and its loader and
+	 * libraries must come with it (the workload image has other ones). */
 	json_t *init = install_container(
 		s, record,
-		json_pack("[s, s, s, s]", "cp", "/usr/local/bin/openshell-supervisor",
-			  "/usr/local/bin/openshell-sandbox", "/opt/openshell/bin/"),
+		json_pack("[s, s, s, s, s, s]", "cp", "-R", K8S_BUNDLE_DIR "/bin",
+			  K8S_BUNDLE_DIR "/lib", K8S_BUNDLE_DIR "/etc", K8S_INSTALL_DIR "/"),
 		json_pack("{s:I, s:b}", "runAsUser", (json_int_t)0, "allowPrivilegeEscalation", 0));
 	/* The in-pod boundary: the supervisor builds a netns + nftables fence. */
 	json_t *agent = json_pack(
@@ -487,10 +493,10 @@ json_t *k8s_render_combined_pod(const struct k8s_settings *s, const json_t *reco
 		"s:[{s:s, s:s, s:b}, {s:s, s:s, s:b}, {s:s, s:s}]}",
 		"name", "agent", "image", placement_str(record, "workload_image"),
 		"imagePullPolicy", s->pull_policy, "command",
-		supervisor_argv(s, record, "/opt/openshell/bin/openshell-supervisor", false), "env",
-		env, "securityContext", "runAsUser", (json_int_t)0, "runAsNonRoot", 0,
+		supervisor_argv(s, record, K8S_BUNDLE_DIR "/bin/openshell-supervisor", false),
+		"env", env, "securityContext", "runAsUser", (json_int_t)0, "runAsNonRoot", 0,
 		"capabilities", "add", "NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE", "volumeMounts",
-		"name", "openshell-bin", "mountPath", "/opt/openshell/bin", "readOnly", 1, "name",
+		"name", "openshell-bin", "mountPath", K8S_BUNDLE_DIR, "readOnly", 1, "name",
 		"credentials", "mountPath", "/etc/openshell/credentials", "readOnly", 1, "name",
 		"workspace", "mountPath", "/sandbox");
 	if (!init || !agent) {

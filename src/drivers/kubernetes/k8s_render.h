@@ -18,6 +18,15 @@
 #define K8S_PROXY_PORT 3128 /* supervisor's egress proxy */
 #define K8S_CONTROL_PORT 7443 /* launcher <-> supervisor authenticated channel */
 #define K8S_SUPERVISOR_UID 65532
+/* The supervisor image's self-contained bundle (docs/images.md): bin/ holds
+ * openshell-supervisor and the static openshell-sandbox, lib/ the loader and
+ * libraries the supervisor's interpreter and RPATH name, etc/ its CA
+ * bundle. It runs only at this path, so the combined Pod mounts the copy
+ * here; init containers copy into K8S_INSTALL_DIR, which hides nothing of
+ * the image they run from. */
+#define K8S_BUNDLE_DIR "/opt/openshell"
+#define K8S_INSTALL_DIR "/mnt/openshell"
+#define K8S_BUNDLE_CA K8S_BUNDLE_DIR "/etc/ssl/ca-certificates.crt"
 #define K8S_SCHEDULING_GATE "openshell.ai/supervisor-ready"
 #define K8S_POLICY_MAX (512u * 1024) /* bytes of policy YAML (a Secret holds 1 MiB) */
 #define K8S_DEFAULT_POLICY "version: 1\n" /* no policy given: nothing is allowed out */

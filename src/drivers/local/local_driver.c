@@ -332,8 +332,8 @@ static int local_delete(struct driver *d, json_t *record, os_error *err)
 static void dead_phase(struct local_driver *ld, const char *id, const char *dir, json_t *st,
 		       const char *last, bool ran)
 {
-	int code = 0;
-	bool have = local_proc_exit_code(dir, &code) == 1;
+	int code = 0, signo = 0;
+	bool have = local_proc_exit_code(dir, &code, &signo) == 1;
 	char msg[1200];
 	if (have)
 		json_object_set_new(st, "exit_code", json_integer(code));
@@ -345,11 +345,21 @@ static void dead_phase(struct local_driver *ld, const char *id, const char *dir,
 		snprintf(msg, sizeof(msg),
 			 "lost: the supervisor is gone and left no exit status (host reboot or "
 			 "killed monitor)");
+	else if (signo)
+		snprintf(
+			msg, sizeof(msg),
+			"the supervisor was killed by signal %d (SIG%s)%s: the agent's exit status "
+			"is unknown",
+			signo, sigabbrev_np(signo) ? sigabbrev_np(signo) : "?",
+			ran ? "" : " while setting up");
 	else if (ran)
 		snprintf(msg, sizeof(msg), "the agent exited with code %d", code);
 	else
 		snprintf(msg, sizeof(msg), "supervisor exited with code %d%s%s", code,
 			 last ? ": " : "", last ? last : "");
+	/* The gateway's Succeeded/Failed (the agent's own end) versus Error. */
+	if (have && !signo && ran)
+		json_object_set_new(st, "agent_exited", json_true());
 	set_phase(st, "Failed", msg);
 }
 

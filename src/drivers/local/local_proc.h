@@ -35,8 +35,9 @@ bool local_proc_alive(const struct local_pid *p);
 bool local_proc_gone(const struct local_pid *p);
 /* Signals the recorded process if it is still the same one. */
 int local_proc_signal(const struct local_pid *p, int sig, os_error *err);
-/* Reads DIR/exit: 1 and *code when present, 0 when absent. */
-int local_proc_exit_code(const char *dir, int *code);
+/* Reads DIR/exit: 1 and *code when present, 0 when absent. A supervisor
+ * killed by a signal: *signo is it and *code 128 + it; else *signo is 0. */
+int local_proc_exit_code(const char *dir, int *code, int *signo);
 /* Start time (field 22 of /proc/PID/stat), or 0 when the pid is gone. */
 uint64_t local_proc_start_time(pid_t pid);
 

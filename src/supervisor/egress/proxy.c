@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "denials.h"
 #include "secret_echo.h"
 #include "proxy_internal.h"
 
@@ -24,6 +25,7 @@ struct proxy {
 	uint64_t serial; /* bumped by proxy_policy_changed */
 	bool freeing; /* proxy_free: nothing is on the stack, free at once */
 	struct secret_echo *echo; /* upstreams that hold a secret */
+	struct denials *denials; /* recent denials, for http://policy.local */
 	struct proxy_budget budget; /* memory and upstream slots of this sandbox */
 	bool rebalancing; /* proxy_rebalance() is walking the connections */
 };
@@ -42,6 +44,11 @@ void proxy_limits_default(struct proxy_limits *l)
 struct secret_echo *proxy_echo(const struct proxy *p)
 {
 	return p->echo;
+}
+
+struct denials *proxy_denials(const struct proxy *p)
+{
+	return p->denials;
 }
 
 const struct proxy_config *proxy_cfg(const struct proxy *p)
@@ -80,7 +87,7 @@ unsigned proxy_upstream_count(const struct proxy *p)
 static size_t conn_held(const struct conn *c)
 {
 	return c->cin.alloc + c->cout.alloc + c->uin.alloc + c->uout.alloc + c->piped[0] +
-	       c->piped[1];
+	       c->piped[1] + proxy_sse_held(c);
 }
 
 static size_t conn_footprint(const struct conn *c)
@@ -194,6 +201,8 @@ static void conn_free(struct loop *l, void *data)
 	buf_free(&c->cout);
 	buf_free(&c->uin);
 	buf_free(&c->uout);
+	buf_free(&c->mw_body);
+	proxy_sse_stop(c);
 	free(c->chain_store);
 	free(c);
 }
@@ -532,7 +541,14 @@ int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out
 		free(p);
 		return -1;
 	}
+	p->denials = denials_new();
+	if (!p->denials) {
+		secret_echo_free(p->echo);
+		free(p);
+		return os_error_set(err, ENOMEM, "out of memory");
+	}
 	if (loop_io_add(l, cfg->listen_fd, LOOP_IN, 0, on_accept, p, &p->lio, err) < 0) {
+		denials_free(p->denials);
 		secret_echo_free(p->echo);
 		free(p);
 		return os_error_prefix(err, "watching the proxy listener");
@@ -561,6 +577,19 @@ void proxy_policy_changed(struct proxy *p)
 	policy_unref(g);
 }
 
+void proxy_close_secret_tunnels(struct proxy *p)
+{
+	for (struct conn *c = p->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->mode != MODE_TUNNEL || c->state != ST_TUNNEL || !conn_holds_secret(c))
+			continue;
+		audit_decision(c, "connect", "deny", "tunnel_to_secret_holder", NULL, NULL,
+			       "this upstream has received a secret of the sandbox; its bytes "
+			       "cannot be scrubbed in an uninspected tunnel");
+		conn_close(c);
+	}
+}
+
 void proxy_free(struct proxy *p)
 {
 	if (!p)
@@ -573,5 +602,6 @@ void proxy_free(struct proxy *p)
 	close(p->cfg.listen_fd);
 	identity_ctx_free(p->cfg.identity); /* owned since proxy_new / proxy_set_identity */
 	secret_echo_free(p->echo);
+	denials_free(p->denials);
 	free(p);
 }

@@ -5,9 +5,12 @@
 #ifndef OS_PROXY_INTERNAL_H
 #define OS_PROXY_INTERNAL_H
 
+#include <jansson.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <sys/types.h>
+
+#include <jansson.h>
 
 #include "buf.h"
 #include "http.h"
@@ -118,6 +121,10 @@ struct conn {
 	bool masking;
 	size_t hold;
 	struct body req_body, resp_body;
+	/* network_middlewares rewrote this exchange's body: mw_body is sent
+	 * instead of the agent's (proxy_middleware.c). */
+	bool mw_replaced;
+	struct buf mw_body;
 	/* splice pipes: [0] agent->upstream, [1] upstream->agent */
 	int pipes[2][2];
 	size_t piped[2];
@@ -135,6 +142,11 @@ struct conn {
 	bool mem_waiting;
 	struct loop_defer *resume;
 	bool up_slot; /* holds one of the sandbox's upstream connection slots */
+	/* An MCP server's event stream being judged (proxy_sse.c), or NULL;
+	 * sse_in holds its decoded body bytes not yet parsed. */
+	struct sse_parser *sse;
+	struct buf sse_in;
+	bool mcp_json; /* ...or a JSON answer, judged once whole */
 };
 
 /* What one connection costs beyond its buffers: the record itself, its loop
@@ -159,6 +171,13 @@ void conn_step(struct conn *c);
 struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial);
 const struct proxy_config *proxy_cfg(const struct proxy *p);
 struct secret_echo *proxy_echo(const struct proxy *p);
+struct denials *proxy_denials(const struct proxy *p);
+/* proxy_secret_guard.c: does c lead to an upstream holding a secret (by its
+ * name or its connected address); c has just sent one there. */
+bool conn_holds_secret(const struct conn *c);
+void conn_mark_secret_holder(struct conn *c);
+/* Closes every open L4 tunnel that now leads to a secret holder. */
+void proxy_close_secret_tunnels(struct proxy *p);
 struct loop *proxy_loop(const struct proxy *p);
 /* Re-counts c's buffers in the proxy's budget (after they grew or shrank). */
 void conn_charge(struct conn *c);
@@ -171,8 +190,12 @@ bool conn_take_upstream(struct conn *c);
 void conn_put_upstream(struct conn *c);
 
 /* proxy_reply.c: answers to the agent, each with an audit record */
+/* Queues a complete JSON answer (body is consumed) and closes after it. */
+void reply_json(struct conn *c, int status, json_t *body, const char *policy_header);
 void reply_error(struct conn *c, int status, const char *error, const char *detail,
 		 const char *reason);
+/* A local answer (policy.local): 200/404/405, no Proxy-Status error. Takes body. */
+void reply_local_json(struct conn *c, int status, json_t *body);
 void reply_policy_denied(struct conn *c, const struct policy_decision *d, const char *method,
 			 const char *path);
 void audit_decision(struct conn *c, const char *event, const char *decision, const char *reason,
@@ -182,6 +205,53 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 enum step_result request_head_step(struct conn *c);
 /* The first of the two caller lookups, when the connection is accepted. */
 void proxy_identify_at_accept(struct conn *c);
+/* proxy_local.c: answers a plain request to http://policy.local/... */
+void proxy_serve_local(struct conn *c, const struct http_request *req);
+
+/* proxy_rpc.c: json-rpc / mcp endpoints; RPC_WAIT: the body is not all
+ * here yet (the head is parsed again when more bytes arrive). */
+enum rpc_step { RPC_FORWARD, RPC_WAIT, RPC_ANSWERED };
+enum rpc_step proxy_judge_rpc(struct conn *c, const struct http_request *req, const char *method,
+			      const char *path, size_t consumed);
+
+/* proxy_body.c: a body judged whole: 411 when chunked, 413 over cap,
+ * RPC_WAIT until it is all buffered, then RPC_FORWARD (judge it). */
+struct whole_body {
+	const char *what; /* "JSON-RPC", "GraphQL" */
+	uint64_t cap;
+	const char *cap_name; /* the policy key that sets cap */
+	const char *chunked_reason, *too_large_reason;
+};
+enum rpc_step proxy_whole_body(struct conn *c, const struct http_request *req,
+			       const struct whole_body *w, size_t consumed);
+
+/* proxy_middleware.c: the network_middlewares chain (same steps as
+ * proxy_judge_rpc); commit swaps a rewritten body in once the head is
+ * built; refuses_tunnel answers a CONNECT that a fail_closed middleware
+ * selects but that would not be inspected. */
+enum rpc_step proxy_run_middlewares(struct conn *c, const struct http_request *req,
+				    const char *path, size_t consumed);
+int proxy_middleware_commit(struct conn *c, const struct http_request *req, os_error *err);
+bool proxy_middleware_refuses_tunnel(struct conn *c);
+/* The openshell/regex replacement of in[0..len) appended to out: the
+ * number of matches replaced, or (size_t)-1 with err set. */
+size_t mw_regex_redact(const char *in, size_t len, struct buf *out, os_error *err);
+
+/* proxy_graphql.c: graphql endpoints (same steps as proxy_judge_rpc). */
+enum rpc_step proxy_judge_graphql(struct conn *c, const struct http_request *req,
+				  const char *method, const char *path, size_t consumed);
+
+/* proxy_sse.c: MCP answers, judged before the agent sees them */
+enum mcp_answer { MCP_ANSWER_NONE, MCP_ANSWER_SSE, MCP_ANSWER_JSON };
+enum mcp_answer proxy_mcp_answer_kind(const struct conn *c, const struct http_response *resp);
+int proxy_sse_start(struct conn *c, bool json, os_error *err);
+void proxy_sse_stop(struct conn *c);
+/* Body bytes uin -> parser -> cout (allowed events only). */
+int proxy_sse_pump(struct conn *c, bool ueof, bool *moved, os_error *err);
+/* What an answer being judged holds (the proxy's memory budget). */
+size_t proxy_sse_held(const struct conn *c);
+/* No parsed-but-unjudged bytes remain. */
+bool proxy_sse_drained(const struct conn *c);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);

@@ -264,17 +264,25 @@ static int response_head(struct conn *c, bool *took, os_error *err)
 	if (r <= 0)
 		return r;
 	http_parser_reset(&c->rparser);
-	c->masking = c->injected || c->inference ||
-		     secret_echo_marked(proxy_echo(c->proxy), c->host, c->port);
+	c->masking = c->injected || c->inference || conn_holds_secret(c);
 	bool final = resp.status < 100 || resp.status >= 200;
 	if (c->masking && encoded(&resp))
 		return os_error_set(err, EPROTO,
 				    "this upstream holds a secret and answered with a "
 				    "Content-Encoding the proxy cannot scrub");
-	bool decode = final && c->masking &&
+	/* An MCP event stream is judged event by event: events may be dropped,
+	 * so it is relayed unframed, ending with the connection. */
+	enum mcp_answer mcp = final ? proxy_mcp_answer_kind(c, &resp) : MCP_ANSWER_NONE;
+	bool sse = mcp != MCP_ANSWER_NONE; /* judged before the agent sees it */
+	if (sse && encoded(&resp))
+		return os_error_set(err, EPROTO,
+				    "an MCP answer with a Content-Encoding cannot be judged");
+	if (sse && proxy_sse_start(c, mcp == MCP_ANSWER_JSON, err) < 0)
+		return -1;
+	bool decode = final && (c->masking || sse) &&
 		      http_response_body(&resp, c->req_is_head, false) == HTTP_BODY_CHUNKED;
-	if ((decode ? unchunked_head(c, &resp, err)
-		    : buf_append(&c->cout, c->uin.data, consumed, err)) < 0)
+	if ((decode || sse ? unchunked_head(c, &resp, err)
+			   : buf_append(&c->cout, c->uin.data, consumed, err)) < 0)
 		return -1;
 	buf_consume(&c->uin, consumed);
 	*took = true;
@@ -282,6 +290,7 @@ static int response_head(struct conn *c, bool *took, os_error *err)
 		return 0; /* interim: the real head follows */
 	c->resp_head_done = true;
 	c->upstream_close = resp.framing.close;
+	c->client_close |= sse;
 	switch (http_response_body(&resp, c->req_is_head, false)) {
 	case HTTP_BODY_LENGTH:
 		c->resp_body.state = resp.framing.content_length ? BODY_LENGTH : BODY_DONE;
@@ -291,8 +300,8 @@ static int response_head(struct conn *c, bool *took, os_error *err)
 		c->resp_body.state = BODY_CHUNKED;
 		http_chunked_init(&c->resp_body.chunked, UINT64_MAX >> 1);
 		/* Decoded, the body ends where the agent's connection does. */
-		c->resp_body.decode = c->masking;
-		c->client_close |= c->masking;
+		c->resp_body.decode = c->masking || sse;
+		c->client_close |= c->masking || sse;
 		break;
 	case HTTP_BODY_UNTIL_CLOSE:
 		c->resp_body.state = BODY_UNTIL_CLOSE;
@@ -341,6 +350,8 @@ static enum step_result forward_request(struct conn *c, bool *moved)
 /* Response body: uin -> cout, framed or until the upstream closes. */
 static int forward_response_body(struct conn *c, bool ueof, bool *moved, os_error *err)
 {
+	if (c->sse)
+		return proxy_sse_pump(c, ueof, moved, err);
 	if (c->resp_body.state != BODY_UNTIL_CLOSE) {
 		ssize_t n = body_pump(&c->resp_body, &c->uin, &c->cout, err);
 		*moved |= n > 0;
@@ -386,7 +397,9 @@ enum step_result forward_step(struct conn *c)
 		conn_close(c);
 		return STEP_CLOSED;
 	}
-	if (c->resp_body.state == BODY_DONE && c->req_body.state == BODY_DONE) {
+	if (c->resp_body.state == BODY_DONE && c->req_body.state == BODY_DONE &&
+	    proxy_sse_drained(c)) {
+		proxy_sse_stop(c); /* an unfinished event is dropped, as clients do */
 		exchange_done(c);
 		return STEP_PROGRESS;
 	}

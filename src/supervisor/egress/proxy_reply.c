@@ -2,10 +2,12 @@
  * record of every decision. Bodies are JSON; query strings and secrets are
  * never part of them. Every error answer closes the connection. */
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "denials.h"
 #include "json.h"
 #include "log.h"
 #include "proxy_internal.h"
@@ -17,10 +19,14 @@ static const char *status_reason(int status)
 		return "Bad Request";
 	case 403:
 		return "Forbidden";
+	case 404:
+		return "Not Found";
 	case 405:
 		return "Method Not Allowed";
 	case 408:
 		return "Request Timeout";
+	case 411:
+		return "Length Required";
 	case 413:
 		return "Content Too Large";
 	case 414:
@@ -70,18 +76,89 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 	audit_write(cfg->audit, &r);
 }
 
-/* Queues a complete answer and switches to closing once it is flushed. */
-static void send_json(struct conn *c, int status, json_t *body, const char *policy_header)
+/* RFC 9209 error type for one of our answers: what a client that reads
+ * Proxy-Status can act on without knowing our reason codes. */
+static const char *proxy_status_type(int status, const char *error, const char *reason)
+{
+	if (strcmp(error, "ssrf_denied") == 0)
+		return "destination_ip_prohibited";
+	if (strcmp(error, "dns_error") == 0)
+		return "dns_error";
+	if (strcmp(error, "upstream_tls") == 0)
+		return reason && strcmp(reason, "upstream_certificate") == 0
+			       ? "tls_certificate_error"
+			       : "tls_protocol_error";
+	if (strcmp(error, "upstream_unreachable") == 0)
+		return "connection_refused";
+	if (strcmp(error, "bad_gateway") == 0)
+		return "http_response_incomplete";
+	if (status == 503)
+		return "connection_limit_reached";
+	if (status == 403)
+		return "http_request_denied";
+	if (status == 408)
+		return "http_request_error";
+	if (status >= 500)
+		return "proxy_internal_error";
+	return "http_request_error";
+}
+
+/* Appends s keeping only token characters: the codes come from closed sets,
+ * this only guarantees a reason phrase can never split the status line. */
+static void append_token(char *out, size_t cap, const char *s)
+{
+	size_t n = strlen(out);
+	for (; s && *s && n + 1 < cap; s++) {
+		char ch = *s;
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.')
+			out[n++] = ch;
+	}
+	out[n] = '\0';
+}
+
+/* "Forbidden by policy: no_matching_rule": clients that show only the status
+ * line of a refused CONNECT (Python's "Tunnel connection failed: ...") still
+ * tell the agent why. */
+static void reason_phrase(char *out, size_t cap, int status, const char *error, const char *reason)
+{
+	bool policy = strcmp(error, "policy_denied") == 0;
+	snprintf(out, cap, "%s: ", policy ? "Forbidden by policy" : status_reason(status));
+	append_token(out, cap, policy && reason ? reason : error);
+	if (!policy && reason && strcmp(reason, error) != 0) {
+		snprintf(out + strlen(out), cap - strlen(out), " (");
+		append_token(out, cap, reason);
+		snprintf(out + strlen(out), cap - strlen(out), ")");
+	}
+}
+
+/* Queues a complete answer and switches to closing once it is flushed.
+ * error NULL: a local answer (policy.local), no Proxy-Status error. */
+static void send_json(struct conn *c, int status, json_t *body, const char *policy_header,
+		      const char *error, const char *reason)
 {
 	char *text = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(body);
 	buf_reset(&c->cout);
 	os_error err = { 0 };
 	size_t len = text ? strlen(text) : 0;
-	int rc = buf_printf(&c->cout, &err,
-			    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-			    "Content-Length: %zu\r\nConnection: close\r\n",
-			    status, status_reason(status), len + 1);
+	char phrase[160];
+	if (error)
+		reason_phrase(phrase, sizeof phrase, status, error, reason);
+	else
+		snprintf(phrase, sizeof phrase, "%s", status == 200 ? "OK" : status_reason(status));
+	int rc = buf_printf(
+		&c->cout, &err,
+		"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+		"Content-Length: %zu\r\nConnection: close\r\nCache-Control: no-store\r\n",
+		status, phrase, len + 1);
+	if (rc == 0 && error) {
+		char details[96] = "";
+		append_token(details, sizeof details, reason ? reason : error);
+		rc = buf_printf(&c->cout, &err,
+				"Proxy-Status: openshell; error=%s; details=\"%s\"\r\n",
+				proxy_status_type(status, error, reason), details);
+	}
 	if (rc == 0 && policy_header)
 		rc = http_write_header(&c->cout, "X-OpenShell-Policy", policy_header, &err);
 	if (rc == 0)
@@ -92,6 +169,37 @@ static void send_json(struct conn *c, int status, json_t *body, const char *poli
 	conn_set_state(c, ST_CLOSING);
 }
 
+/* Kept for GET http://policy.local/v1/denials (no detail text: see denials.h). */
+static void note_denial(struct conn *c, const char *error, const char *reason, const char *method,
+			const char *path)
+{
+	struct denial r = {
+		.error = error,
+		.reason = reason,
+		.policy = c->policy_name[0] ? c->policy_name : NULL,
+		.host = c->host[0] ? c->host : NULL,
+		.port = c->port,
+		.method = method,
+		.path = path,
+		.binary = caller_binary(c),
+	};
+	denials_record(proxy_denials(c->proxy), &r);
+}
+
+void reply_local_json(struct conn *c, int status, json_t *body)
+{
+	send_json(c, status, body, NULL, NULL, NULL);
+}
+
+/* A protocol-shaped refusal (JSON-RPC error objects): the caller wrote the
+ * audit record; the agent still sees why and policy.local lists it. */
+void reply_json(struct conn *c, int status, json_t *body, const char *policy_header)
+{
+	const char *error = status == 403 ? "policy_denied" : "bad_request";
+	note_denial(c, error, NULL, NULL, NULL);
+	send_json(c, status, body, policy_header, error, NULL);
+}
+
 void reply_error(struct conn *c, int status, const char *error, const char *detail,
 		 const char *reason)
 {
@@ -100,21 +208,34 @@ void reply_error(struct conn *c, int status, const char *error, const char *deta
 		json_object_set_new(o, "reason", json_string(reason));
 	audit_decision(c, c->mode == MODE_MITM || c->mode == MODE_HTTP ? "http" : "connect", "deny",
 		       reason ? reason : error, NULL, NULL, detail);
-	send_json(c, status, o, NULL);
+	note_denial(c, error, reason, NULL, NULL);
+	send_json(c, status, o, NULL, error, reason);
+}
+
+/* Where an agent reads more (upstream's `next_steps` shape). */
+static void add_next_steps(json_t *o)
+{
+	json_object_set_new(o, "next_steps",
+			    json_pack("[{s:s, s:s, s:s}]", "action", "inspect_recent_denials",
+				      "method", "GET", "url",
+				      "http://" DENIALS_HOST "/v1/denials?last=5"));
 }
 
 void reply_policy_denied(struct conn *c, const struct policy_decision *d, const char *method,
 			 const char *path)
 {
 	const char *reason = policy_reason_name(d->reason);
-	if (!method) { /* L4: the CONNECT itself */
+	if (!method) { /* L4: the CONNECT itself, or a plain-HTTP request's host:port */
 		char detail[400];
-		snprintf(detail, sizeof detail, "CONNECT %s:%u not permitted by policy", c->host,
-			 c->port);
+		bool plain = c->mode == MODE_HTTP;
+		snprintf(detail, sizeof detail, "%s %s:%u not permitted by policy",
+			 plain ? "plain HTTP to" : "CONNECT", c->host, c->port);
 		json_t *o = json_pack("{s:s, s:s, s:s}", "error", "policy_denied", "detail", detail,
 				      "reason", reason);
+		add_next_steps(o);
 		audit_decision(c, "connect", "deny", reason, NULL, NULL, d->detail);
-		send_json(c, 403, o, NULL);
+		note_denial(c, "policy_denied", reason, NULL, NULL);
+		send_json(c, 403, o, NULL, "policy_denied", reason);
 		return;
 	}
 	const char *policy = d->policy ? d->policy : c->policy_name;
@@ -122,6 +243,8 @@ void reply_policy_denied(struct conn *c, const struct policy_decision *d, const 
 			      "policy_denied", "policy", policy, "rule", d->rule, "method", method,
 			      "path", path ? path : "", "host", c->host, "port", (int)c->port,
 			      "binary", caller_binary(c) ? caller_binary(c) : "", "reason", reason);
+	add_next_steps(o);
 	audit_decision(c, "http", "deny", reason, method, path, d->detail);
-	send_json(c, 403, o, policy[0] ? policy : NULL);
+	note_denial(c, "policy_denied", reason, method, path);
+	send_json(c, 403, o, policy[0] ? policy : NULL, "policy_denied", reason);
 }

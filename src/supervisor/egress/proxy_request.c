@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "canon.h"
+#include "denials.h"
 #include "hostglob.h"
 #include "inference.h"
 #include "log.h"
@@ -178,7 +179,7 @@ static bool judge_connect(struct conn *c)
 static bool endpoint_needs_tls(const struct policy_endpoint *ep)
 {
 	return ep->tls != POLICY_TLS_SKIP &&
-	       (ep->protocol == POLICY_PROTO_REST || ep->credential_provider);
+	       (policy_protocol_inspected(ep->protocol) || ep->credential_provider);
 }
 
 static void handle_connect(struct conn *c, const struct http_request *req, size_t consumed)
@@ -217,6 +218,8 @@ static void handle_connect(struct conn *c, const struct http_request *req, size_
 		}
 		c->mode = MODE_MITM;
 	} else {
+		if (proxy_middleware_refuses_tunnel(c))
+			return;
 		c->mode = MODE_TUNNEL;
 		/* One allowed name must not front another at the same address. */
 		c->sni_pending = !cfg->allow_sni_mismatch && !host_is_ip_literal(c->host);
@@ -278,13 +281,13 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	int rc = 0;
 	for (size_t i = 0; i < req->headers.n && rc == 0; i++) {
 		const struct http_header *h = &req->headers.v[i];
-		if (is_hop_header(h->name))
-			continue;
+		if (is_hop_header(h->name) ||
+		    (c->mw_replaced && str_ieq(h->name.p, h->name.len, "content-length", 14)))
+			continue; /* a rewritten body has its own length (below) */
 		/* Toward a credential-bound endpoint, or an upstream that ever
 		 * received a secret, the answer must be readable to be scrubbed
 		 * of secrets: no compression. */
-		if (((c->ep && c->ep->credential_provider) ||
-		     secret_echo_marked(proxy_echo(c->proxy), c->host, c->port)) &&
+		if (((c->ep && c->ep->credential_provider) || conn_holds_secret(c)) &&
 		    str_ieq(h->name.p, h->name.len, "accept-encoding", 15))
 			continue;
 		buf_reset(&val);
@@ -306,7 +309,7 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		}
 		if (r == CRED_OK) {
 			c->injected = true;
-			secret_echo_mark(proxy_echo(c->proxy), c->host, c->port);
+			conn_mark_secret_holder(c);
 		}
 		rc = http_write_header_slice(o, h->name, (struct http_slice){ val.data, val.len },
 					     &err);
@@ -314,6 +317,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	if (val.data)
 		memset(val.data, 0, val.alloc); /* may have held a secret */
 	buf_free(&val);
+	if (rc == 0 && c->mw_replaced)
+		rc = buf_printf(o, &err, "Content-Length: %zu\r\n", c->mw_body.len);
 	if (rc == 0 && c->client_close)
 		rc = http_write_header(o, "Connection", "close", &err);
 	if (rc == 0)
@@ -355,6 +360,13 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	}
 	if (!proxy_judge_shape(c, req, method, raw, logged, &d))
 		return;
+	enum rpc_step rs = proxy_judge_rpc(c, req, method, logged, consumed);
+	if (rs == RPC_FORWARD)
+		rs = proxy_judge_graphql(c, req, method, logged, consumed);
+	if (rs == RPC_FORWARD) /* after the L7 decision, before credentials */
+		rs = proxy_run_middlewares(c, req, logged, consumed);
+	if (rs != RPC_FORWARD)
+		return; /* answered, or waiting for the rest of the body */
 	audit_decision(c, "http", d.verdict == POLICY_AUDIT ? "audit" : "allow",
 		       policy_reason_name(d.reason), method, logged, NULL);
 	c->req_is_head = strcmp(method, "HEAD") == 0;
@@ -382,6 +394,11 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		return;
 	}
 	buf_consume(&c->cin, consumed);
+	if (c->mw_replaced && proxy_middleware_commit(c, req, &err) < 0) {
+		buf_reset(&c->uout);
+		reply_error(c, 500, "internal_error", err.msg, "middleware_failed");
+		return;
+	}
 	c->resp_head_done = false;
 	c->resp_body.state = BODY_DONE;
 	http_parser_reset(&c->rparser);
@@ -410,7 +427,13 @@ static void handle_http(struct conn *c, const struct http_request *req, size_t c
 		return;
 	}
 	c->mode = MODE_HTTP;
-	if (!take_authority(c, &req->authority) || !judge_connect(c))
+	if (!take_authority(c, &req->authority))
+		return;
+	if (strcmp(c->host, DENIALS_HOST) == 0) {
+		proxy_serve_local(c, req);
+		return;
+	}
+	if (!judge_connect(c))
 		return;
 	/* Keep-alive upstream: reused only for the same host:port (each request
 	 * is still judged above); anything else gets a fresh, checked connection. */

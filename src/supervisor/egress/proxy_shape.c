@@ -24,7 +24,7 @@ static void override_decision(struct conn *c, const struct method_overrides *o, 
 bool proxy_judge_shape(struct conn *c, const struct http_request *req, const char *method,
 		       const char *raw, const char *logged, struct policy_decision *d)
 {
-	if (!c->ep || c->ep->protocol != POLICY_PROTO_REST)
+	if (!c->ep || !policy_protocol_inspected(c->ep->protocol))
 		return true;
 	if (request_body_without_semantics(method, req)) {
 		char detail[160];

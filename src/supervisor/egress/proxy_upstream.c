@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "ssrf.h"
 #include "proxy_internal.h"
 
 int conn_add_upstream_watch(struct conn *c, os_error *err);
@@ -88,6 +89,16 @@ void upstream_start(struct conn *c)
 		reply_error(c, 503, "upstream_connection_limit",
 			    "concurrent upstream connection limit of this sandbox reached",
 			    "upstream_connection_limit");
+		return;
+	}
+	/* A policy may name a metadata endpoint (upstream's SSRF scenarios do):
+	 * it is refused as SSRF whatever DNS would say, and no query is sent. */
+	if (!c->up_host[0] && c->ep && c->ep->host && host_is_metadata_name(c->ep->host)) {
+		char detail[320];
+		snprintf(detail, sizeof detail, "%s is a cloud metadata endpoint (always blocked)",
+			 c->host);
+		reply_error(c, 403, "ssrf_denied", detail,
+			    policy_reason_name(POLICY_R_SSRF_ALWAYS_BLOCKED));
 		return;
 	}
 	conn_set_state(c, ST_RESOLVE);
@@ -176,8 +187,18 @@ static int start_client_tls(struct conn *c)
 /* The connect finished: what the mode does with the new upstream. */
 static enum step_result upstream_connected(struct conn *c)
 {
+	/* Its bytes could carry a secret back and no one could scrub them. */
+	if (c->mode == MODE_TUNNEL && conn_holds_secret(c)) {
+		reply_error(c, 403, "policy_denied",
+			    "this upstream has received a secret of the sandbox; an uninspected "
+			    "tunnel to it is refused",
+			    "tunnel_to_secret_holder");
+		return STEP_PROGRESS;
+	}
 	audit_decision(c, "connect", "allow", c->mode == MODE_HTTP ? "http_forward" : "allowed",
 		       NULL, NULL, NULL);
+	if (c->inference)
+		conn_mark_secret_holder(c); /* the backend's key goes there */
 	switch (c->mode) {
 	case MODE_TUNNEL:
 		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
@@ -229,8 +250,14 @@ enum step_result upstream_connect_step(struct conn *c)
 static void start_upstream_tls(struct conn *c, const char *name)
 {
 	const struct proxy_config *cfg = proxy_cfg(c->proxy);
-	SSL *u = SSL_new(cfg->upstream_tls);
 	os_error err = { 0 };
+	SSL_CTX *ctx = upstream_trust_ctx(cfg->upstream_trust, &err);
+	if (!ctx) {
+		log_warn("proxy: %s", err.msg);
+		reply_error(c, 502, "upstream_tls", err.msg, "upstream_tls_failed");
+		return;
+	}
+	SSL *u = SSL_new(ctx);
 	if (!u || SSL_set_fd(u, c->upstream.fd) != 1 || tls_client_set_host(u, name, &err) < 0) {
 		SSL_free(u);
 		reply_error(c, 502, "upstream_tls", "cannot set up upstream TLS",
@@ -292,6 +319,7 @@ enum step_result tls_connect_step(struct conn *c)
 	char detail[300];
 	snprintf(detail, sizeof detail, "upstream TLS handshake with %s failed: %s", c->host,
 		 v != X509_V_OK ? X509_verify_cert_error_string(v) : tls_last_error());
-	reply_error(c, 502, "upstream_tls", detail, "upstream_tls_failed");
+	reply_error(c, 502, "upstream_tls", detail,
+		    v != X509_V_OK ? "upstream_certificate" : "upstream_tls_failed");
 	return STEP_PROGRESS;
 }
