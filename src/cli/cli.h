@@ -50,6 +50,10 @@ json_t *cli_wait_phase(struct cli *cli, const char *name, const char *const phas
 /* Reads a whole file (policy YAML) into a malloc'd string; prints on error. */
 char *cli_read_file(const char *path);
 
+/* create_call.c: POST /v1/sandboxes with a client request id, asked again
+ * when the answer is lost. The created sandbox, or NULL (printed why). */
+json_t *cli_create_call(struct cli *cli, json_t *body, bool *created);
+
 /* Escapes a path segment (names are validated server-side; this only stops '/'
  * and '?' from changing the route). */
 int cli_segment(char *out, size_t cap, const char *name);

@@ -35,7 +35,11 @@ static bool phase_in(const json_t *row, const char *const phases[])
 	return false;
 }
 
-json_t *cli_wait_phase(struct cli *cli, const char *name, const char *const phases[], bool gone_ok)
+/* Polls the sandbox until its phase is one of phases (or gone, when gone_ok).
+ * created: it is known to exist, and a lost gateway must not read as "no
+ * sandbox". */
+static json_t *wait_phase_of(struct cli *cli, const char *name, const char *const phases[],
+			     bool gone_ok, bool created)
 {
 	char path[512];
 	bool tty = isatty(STDERR_FILENO);
@@ -44,7 +48,13 @@ json_t *cli_wait_phase(struct cli *cli, const char *name, const char *const phas
 		json_t *row = NULL;
 		long status = 0;
 		os_error err = { 0 };
-		if (client_call(&cli->client, "GET", path, NULL, &status, &row, &err) < 0)
+		if (client_call(&cli->client, "GET", path, NULL, &status, &row, &err) < 0 &&
+		    created)
+			return cli_fail("sandbox %s created; its state is unknown because the "
+					"gateway stopped answering: %s",
+					name, err.msg),
+			       NULL;
+		if (status == 0)
 			return cli_fail("%s", err.msg), NULL;
 		if (status == 404 && gone_ok) {
 			json_decref(row);
@@ -69,6 +79,11 @@ json_t *cli_wait_phase(struct cli *cli, const char *name, const char *const phas
 	}
 	cli_fail("timed out after %d s waiting for sandbox %s", WAIT_S, name);
 	return NULL;
+}
+
+json_t *cli_wait_phase(struct cli *cli, const char *name, const char *const phases[], bool gone_ok)
+{
+	return wait_phase_of(cli, name, phases, gone_ok, false);
 }
 
 static int add_kv(json_t *obj, const char *kv, const char *flag)
@@ -173,18 +188,18 @@ static int create(struct cli *cli, int argc, char **argv)
 					       "Succeeded", "Failed", NULL };
 	_cleanup_json_ json_t *body = json_object(), *made = NULL, *row = NULL;
 	bool detach = false;
+	bool created = false;
 	struct attach_opts fg = { 0 };
-	long status = 0;
 	int rc = create_body(argc, argv, body, &detach, &fg);
 	if (rc)
 		return rc;
 	if (detach && fg.rm)
 		return cli_usage("sandbox create: --rm deletes the sandbox when its agent ends, "
 				 "which --detach does not wait for");
-	if (!(made = cli_api(cli, "POST", "/v1/sandboxes", body, &status)))
+	if (!(made = cli_create_call(cli, body, &created)))
 		return CLI_FAIL;
 	const char *name = json_string_value(json_object_get(made, "name"));
-	if (!(row = cli_wait_phase(cli, name, settled, false)))
+	if (!(row = wait_phase_of(cli, name, settled, false, created)))
 		return CLI_FAIL;
 	/* Ready, or already over (the agent finished, or setting up failed): the
 	 * foreground run shows its output either way. */

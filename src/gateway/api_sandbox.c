@@ -38,6 +38,13 @@ json_t *api_sandbox_view(const json_t *row)
 json_t *api_sandbox_view_of(const struct gateway *gw, const json_t *row)
 {
 	json_t *v = api_sandbox_view(row);
+	const json_t *rec = json_object_get(row, "record");
+	/* What the driver last said (e.g. "creating its objects" while a
+	 * kubernetes create runs off the loop), beside the public phase. */
+	if (v && json_object_get(rec, "phase"))
+		json_object_set_new(v, "backend",
+				    json_pack("{s:O, s:O*}", "phase", json_object_get(rec, "phase"),
+					      "message", json_object_get(rec, "message")));
 	const char *note = storage_note(gw, json_string_value(json_object_get(row, "id")));
 	if (v && note)
 		json_object_set_new(v, "message", json_string(note));
@@ -62,6 +69,38 @@ static int check_name(const char *name, os_error *err)
 					    name, i);
 	}
 	return 0;
+}
+
+/* What a client makes up to retry a create safely: 1..64 of [A-Za-z0-9_-]. */
+static int check_request_id(const char *rid, os_error *err)
+{
+	size_t n = strlen(rid);
+	if (n == 0 || n > 64 ||
+	    strspn(rid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n)
+		return os_error_set(err, EINVAL,
+				    "client_request_id: expected 1..64 of [A-Za-z0-9_-]");
+	return 0;
+}
+
+/* A create that already happened with this request id (the client retries
+ * after losing the answer): 200 with that sandbox, or 409 when the retry
+ * names another sandbox. False when there is none. */
+static bool replayed(struct gateway *gw, const char *rid, const char *given,
+		     struct api_response *resp)
+{
+	_cleanup_json_ json_t *prior = NULL;
+	if (!rid || store_sandbox_by_request(gw->store, rid, &prior, NULL) < 0)
+		return false;
+	const char *name = json_string_value(json_object_get(prior, "name"));
+	if (given && strcmp(given, name) != 0) {
+		api_error(resp, 409, "conflict",
+			  "client_request_id %s already created sandbox \"%s\", not \"%s\"", rid,
+			  name, given);
+		return true;
+	}
+	resp->status = 200;
+	resp->body = api_sandbox_view_of(gw, prior);
+	return true;
 }
 
 static int check_providers(struct gateway *gw, const json_t *provs, os_error *err)
@@ -188,23 +227,34 @@ static void create_stored(struct gateway *gw, json_t *row, const char *policy, c
 
 static void create(struct gateway *gw, const struct api_request *req, struct api_response *resp)
 {
-	static const char *const keys[] = {
-		"name",	  "command",   "env", "labels", "image", "resources", "runtime_class_name",
-		"policy", "providers", NULL
-	};
+	static const char *const keys[] = { "name",
+					    "command",
+					    "env",
+					    "labels",
+					    "image",
+					    "resources",
+					    "runtime_class_name",
+					    "policy",
+					    "providers",
+					    "client_request_id",
+					    NULL };
 	_cleanup_json_ json_t *body = api_body(req, keys, resp), *record = NULL, *row = NULL,
 			      *dreq = NULL, *taken = NULL;
 	os_error err = { 0 };
 	char id[SECRET_TOKEN_HEX + 1], token[SECRET_TOKEN_HEX + 1], hash[SECRET_SHA256_HEX + 1];
 	char name[NAME_MAX_LEN + 1];
-	const char *policy = NULL, *given = NULL;
+	const char *policy = NULL, *given = NULL, *rid = NULL;
 	if (!body)
 		return;
 	if (json_get_string(body, "name", false, &given, &err) < 0 ||
-	    json_get_string(body, "policy", false, &policy, &err) < 0) {
+	    json_get_string(body, "policy", false, &policy, &err) < 0 ||
+	    json_get_string(body, "client_request_id", false, &rid, &err) < 0 ||
+	    (rid && check_request_id(rid, &err) < 0)) {
 		api_error(resp, 400, "invalid_argument", "%s", err.msg);
 		return;
 	}
+	if (replayed(gw, rid, given, resp))
+		return;
 	if (secret_random_hex(id, &err) < 0 || secret_random_hex(token, &err) < 0) {
 		api_fail(resp, &err);
 		return;
@@ -241,10 +291,11 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 	}
 	secret_sha256_hex(token, strlen(token), hash);
 	json_t *provs = json_object_get(body, "providers");
-	row = json_pack("{s:s, s:s, s:O, s:s, s:s, s:s, s:n, s:s, s:o}", "id", id, "name", name,
-			"record", record, "phase", "Provisioning", "desired", "running", "message",
-			"", "exit_code", "token_hash", hash, "providers",
-			provs ? json_incref(provs) : json_array());
+	row = json_pack("{s:s, s:s, s:O, s:s, s:s, s:s, s:n, s:s, s:o, s:s}", "id", id, "name",
+			name, "record", record, "phase", "Provisioning", "desired", "running",
+			"message", "", "exit_code", "token_hash", hash, "providers",
+			provs ? json_incref(provs) : json_array(), "client_request_id",
+			rid ? rid : "");
 	if (!row) {
 		forget_unstored(gw, record);
 		api_error(resp, 500, "internal", "out of memory building the sandbox row");

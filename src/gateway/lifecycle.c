@@ -286,7 +286,8 @@ static void drive(struct gateway *gw, json_t *row)
 		set(row, "Stopped", "");
 		save(gw, row, NULL);
 	} else if (gw->driver->ops->stop(gw->driver, rec, &err) < 0) {
-		log_warn("sandbox %s: stop: %s", str(row, "name"), err.msg);
+		if (err.code != EAGAIN) /* under way (a driver working off the loop) */
+			log_warn("sandbox %s: stop: %s", str(row, "name"), err.msg);
 	} else if (!strcmp(str(rec, "phase"), "Stopped")) {
 		/* A driver whose status reads the record (kubernetes) learns it
 		 * stopped only from the record the stop updated. */

@@ -213,10 +213,26 @@ static const char *bearer_of(const struct http_request *req, char *tok, size_t c
 	return tok;
 }
 
+/* Two Authorization headers are ambiguous (a proxy in front may honour
+ * the other one): refused, never first-wins. */
+static size_t count_headers(const struct http_request *req, const char *name)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < req->headers.n; i++)
+		n += str_ieq(req->headers.v[i].name.p, req->headers.v[i].name.len, name,
+			     strlen(name));
+	return n;
+}
+
 static void dispatch(struct conn *c, const struct http_request *hr, const char *body,
 		     size_t body_len)
 {
 	char method[16], path[2048], query[2048], tok[256];
+	if (count_headers(hr, "Authorization") > 1) {
+		server_conn_fail(c, 400, "bad_request",
+				 "more than one Authorization header: send exactly one");
+		return;
+	}
 	if (hr->method.len >= sizeof(method) || hr->path.len >= sizeof(path) ||
 	    hr->query.len >= sizeof(query)) {
 		server_conn_fail(c, 414, "uri_too_long", "request target too long");

@@ -28,6 +28,10 @@ static const char *const migrations[] = {
 	"CREATE TABLE providers (name TEXT PRIMARY KEY, endpoints TEXT NOT NULL,"
 	" credential_keys TEXT NOT NULL, sealed TEXT NOT NULL, created_at INTEGER NOT NULL);"
 	"CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+	/* 2: creates are idempotent by the client's request id */
+	"ALTER TABLE sandboxes ADD COLUMN client_request_id TEXT NOT NULL DEFAULT '';"
+	"CREATE INDEX sandboxes_by_request ON sandboxes (client_request_id)"
+	" WHERE client_request_id != '';",
 };
 
 int store_prepare(struct store *s, const char *sql, sqlite3_stmt **st, os_error *err)

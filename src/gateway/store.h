@@ -25,7 +25,8 @@ void store_rollback(struct store *s);
 /* Sandbox rows are JSON objects:
  *   {"id", "name", "record": {driver record}, "phase", "desired", "message",
  *    "exit_code": int|null, "resource_version": int, "token_hash",
- *    "providers": [names], "created_at": unix seconds}
+ *    "providers": [names], "created_at": unix seconds,
+ *    "client_request_id": the create's, or ""}
  * insert: EEXIST when the name is taken. get: by id or name, ENOENT. */
 int store_sandbox_insert(struct store *s, json_t *row, os_error *err);
 int store_sandbox_get(struct store *s, const char *id_or_name, json_t **row, os_error *err);
@@ -33,6 +34,8 @@ int store_sandbox_list(struct store *s, json_t **rows, os_error *err);
 /* Writes row if its resource_version is still current, then bumps it in row. */
 int store_sandbox_update(struct store *s, json_t *row, os_error *err);
 int store_sandbox_delete(struct store *s, const char *id, os_error *err);
+/* The sandbox a create with this client_request_id made, or ENOENT. */
+int store_sandbox_by_request(struct store *s, const char *request_id, json_t **row, os_error *err);
 /* The sandbox whose token hashes to token_hash, or ENOENT. */
 int store_sandbox_by_token(struct store *s, const char *token_hash, json_t **row, os_error *err);
 

@@ -12,14 +12,14 @@
 
 #define SANDBOX_COLS                                                                               \
 	"id, name, record, phase, desired, message, exit_code, version, token_hash, providers, "   \
-	"created_at"
+	"created_at, client_request_id"
 
 static json_t *sandbox_row(sqlite3_stmt *st)
 {
 	json_t *exit_code = sqlite3_column_type(st, 6) == SQLITE_NULL
 				    ? json_null()
 				    : json_integer(sqlite3_column_int64(st, 6));
-	return json_pack("{s:s, s:s, s:o*, s:s, s:s, s:s, s:o, s:I, s:s, s:o*, s:I}", "id",
+	return json_pack("{s:s, s:s, s:o*, s:s, s:s, s:s, s:o, s:I, s:s, s:o*, s:I, s:s}", "id",
 			 store_col_text(st, 0), "name", store_col_text(st, 1), "record",
 			 json_loads(store_col_text(st, 2), 0, NULL), "phase", store_col_text(st, 3),
 			 "desired", store_col_text(st, 4), "message", store_col_text(st, 5),
@@ -27,7 +27,8 @@ static json_t *sandbox_row(sqlite3_stmt *st)
 			 (json_int_t)sqlite3_column_int64(st, 7), "token_hash",
 			 store_col_text(st, 8), "providers",
 			 json_loads(store_col_text(st, 9), 0, NULL), "created_at",
-			 (json_int_t)sqlite3_column_int64(st, 10));
+			 (json_int_t)sqlite3_column_int64(st, 10), "client_request_id",
+			 store_col_text(st, 11));
 }
 
 static const char *str_of(const json_t *row, const char *key)
@@ -61,11 +62,12 @@ int store_sandbox_insert(struct store *s, json_t *row, os_error *err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	_cleanup_free_ char *rec = NULL, *prov = NULL;
-	if (store_prepare(s,
-			  "INSERT INTO sandboxes (record, phase, desired, message, exit_code,"
-			  " providers, id, name, token_hash, version, created_at)"
-			  " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
-			  &st, err) < 0 ||
+	if (store_prepare(
+		    s,
+		    "INSERT INTO sandboxes (record, phase, desired, message, exit_code,"
+		    " providers, id, name, token_hash, version, created_at, client_request_id)"
+		    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+		    &st, err) < 0 ||
 	    bind_mutable(st, row, &rec, &prov, err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 7, str_of(row, "id"), -1, SQLITE_STATIC);
@@ -73,6 +75,7 @@ int store_sandbox_insert(struct store *s, json_t *row, os_error *err)
 	sqlite3_bind_text(st, 9, str_of(row, "token_hash"), -1, SQLITE_STATIC);
 	time_t now = time(NULL);
 	sqlite3_bind_int64(st, 10, (sqlite3_int64)now);
+	sqlite3_bind_text(st, 11, str_of(row, "client_request_id"), -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE) {
 		if ((rc & 0xff) == SQLITE_CONSTRAINT)
@@ -137,6 +140,14 @@ int store_sandbox_by_token(struct store *s, const char *hash, json_t **row, os_e
 {
 	return get_one(s, "SELECT " SANDBOX_COLS " FROM sandboxes WHERE token_hash = ?", hash, row,
 		       err);
+}
+
+int store_sandbox_by_request(struct store *s, const char *request_id, json_t **row, os_error *err)
+{
+	return get_one(s,
+		       "SELECT " SANDBOX_COLS " FROM sandboxes WHERE client_request_id = ?"
+		       " AND client_request_id != ''",
+		       request_id, row, err);
 }
 
 int store_sandbox_list(struct store *s, json_t **rows, os_error *err)

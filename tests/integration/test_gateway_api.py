@@ -4,12 +4,14 @@ validation with clear 4xx errors, resource versions, provider secrets never
 visible in clear. Each refusal has a positive control beside it."""
 
 import os
+import socket
 import stat
 
 import pytest
 
 from tests.lib import build
 from tests.lib.gateway_util import Gateway, supervisors_for
+from tests.lib.http_util import read_head
 
 pytestmark = build.needs("openshell-gateway", "openshell-supervisor")
 
@@ -42,6 +44,23 @@ def test_missing_or_wrong_token_is_401_admin_token_is_accepted(gw):
     assert st == 401 and body["error"] == "unauthenticated"
     st, body = gw.request("GET", "/v1/sandboxes")
     assert st == 200 and body == {"sandboxes": []}
+
+
+def test_duplicate_authorization_headers_are_refused(gw):
+    def get(*tokens):
+        heads = "".join(f"Authorization: Bearer {t}\r\n" for t in tokens)
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+            s.sendall(f"GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\n{heads}\r\n".encode())
+            status, _, rest = read_head(s)
+            while chunk := s.recv(4096):
+                rest += chunk
+            return status, rest
+
+    assert get(gw.token)[0] == 200  # positive control: exactly one
+    for tokens in ((gw.token, "0" * 64), ("0" * 64, gw.token), (gw.token, gw.token)):
+        status, body = get(*tokens)
+        assert status == 400, tokens
+        assert b"more than one Authorization header" in body
 
 
 def test_malformed_json_is_400(gw):

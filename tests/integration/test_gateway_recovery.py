@@ -86,6 +86,61 @@ def test_kill_9_between_spawn_and_record_then_restart_is_consistent(gw):
     assert not os.path.exists(gw.sandbox_dir(row["id"]))
 
 
+def crash_on_create(gw):
+    gw.stop()
+    gw.start(extra_env={"OPENSHELL_TEST_GATEWAY_CRASH": "after-spawn"})
+    return gw.proc
+
+
+def test_cli_create_whose_answer_was_lost_asks_again_and_says_created(gw):
+    dying = crash_on_create(gw)
+    # The CLI's gateway is the local one: it dies after saving the row, the
+    # CLI starts it again and repeats the create with the same request id.
+    r = gw.cli("sandbox", "create", "--name", "lost", "--detach", "--", "sleep", "300")
+    try:
+        assert dying.wait(timeout=10) == -signal.SIGKILL
+        gw.proc = None
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert "no answer came" in r.stderr and "Ready" in r.stdout, (r.stdout, r.stderr)
+        assert "openshell: openshell:" not in r.stderr
+        rows = gw.request("GET", "/v1/sandboxes")[1]["sandboxes"]
+        assert [x["name"] for x in rows] == ["lost"]  # made once, not twice
+        assert len(supervisors_for(rows[0]["id"])) == 1
+    finally:
+        gw.cli("gateway", "stop")
+
+
+def test_create_is_idempotent_by_client_request_id(gw):
+    body = {"name": "idem", "command": ["sleep", "300"], "client_request_id": "req-1"}
+    st, first = gw.request("POST", "/v1/sandboxes", body)
+    assert st == 201
+    st, again = gw.request("POST", "/v1/sandboxes", body)
+    assert st == 200 and again["id"] == first["id"]
+    st, other = gw.request("POST", "/v1/sandboxes", dict(body, client_request_id="req-2"))
+    assert st == 409 and other["error"] == "already_exists"
+    st, other = gw.request("POST", "/v1/sandboxes", dict(body, name="idem2"))
+    assert st == 409 and "req-1" in other["message"]  # that id made another sandbox
+    st, other = gw.request("POST", "/v1/sandboxes", dict(body, client_request_id="bad id!"))
+    assert st == 400 and "client_request_id" in other["message"]
+    assert len(gw.request("GET", "/v1/sandboxes")[1]["sandboxes"]) == 1
+
+
+def test_cli_says_state_unknown_when_the_gateway_stays_away(gw):
+    dying = crash_on_create(gw)
+    # An explicit gateway is never started by the CLI: the retry finds none.
+    env = {"OPENSHELL_GATEWAY": f"http://127.0.0.1:{gw.port}"}
+    r = gw.cli("sandbox", "create", "--name", "limbo", "--detach", "--", "sleep", "300",
+               env=env)
+    assert dying.wait(timeout=10) == -signal.SIGKILL
+    gw.proc = None
+    assert r.returncode == 1
+    assert "its state is unknown because" in r.stderr, r.stderr
+    assert "openshell: openshell:" not in r.stderr
+    # And it was right not to say "nothing happened": the row was saved.
+    gw.start()
+    assert gw.wait_phase("limbo", "Ready")["name"] == "limbo"
+
+
 def test_unknown_sandbox_directories_are_stopped_and_removed(gw):
     sid = create(gw, "orphan")[1]["id"]
     gw.wait_phase("orphan", "Ready")

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from tests.lib import build
+from tests.lib.http_util import read_head
 from tests.lib.proxy_util import UPSTREAM_IP, Proxy, Upstream
 from tests.lib.sanitizer_util import skip_if_sanitized
 
@@ -92,19 +93,6 @@ def settled_rss_kib(pid, rounds=6, limit_s=90):
         same = same + 1 if now <= last + 256 else 0
         last = max(last, now)
     return last
-
-
-def read_head(s):
-    """Reads up to the end of an HTTP head; returns (status, head, rest)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.1 ") else 0
-    return status, head, rest
 
 
 def recv_exact_head(s):

@@ -22,8 +22,10 @@ def test_1_two_classes_land_on_their_pods(kube, drv):
     assert set(pods) == {"workload", "supervisor"}
     assert drv.pod("c1", "-workload")["spec"]["runtimeClassName"] == wclass
     assert drv.pod("c1", "-supervisor")["spec"]["runtimeClassName"] == sclass
-    # The record holds what was resolved, and `get` shows each Pod's class.
-    got = drv.get("c1")
+    # The record holds what was resolved, and `get` shows each Pod's class
+    # (from the gateway's Pod list/watch: as soon as it saw both).
+    got = poll(lambda: (g := drv.get("c1")) and len(g.get("pods", [])) == 2 and g, 30,
+               "both Pods in the gateway's view")
     by_name = {p["name"]: p for p in got["pods"]}
     assert by_name[drv.oname("c1", "-workload")]["runtimeClassName"] == wclass
     assert by_name[drv.oname("c1", "-supervisor")]["runtimeClassName"] == sclass
@@ -169,7 +171,9 @@ def test_5c_handler_cannot_run_workload_never_runs(kube, drv):
     warn_event(kube, drv.ns, sup["metadata"]["name"], "FailedCreatePodSandBox", msg)
     wl = poll(lambda: drv.pods("c5c").get("workload"), 30, "workload Pod created gated")
     assert wl["spec"]["schedulingGates"], "the workload must be gated while waiting"
-    got = drv.get("c5c")
+    # Events reach the gateway with its Pod list/watch (not one call per GET).
+    got = poll(lambda: (g := drv.get("c5c")) and any(
+        c["message"] == msg for c in g["conditions"]) and g, 30, "the event shown")
     cond = {c["type"]: c for c in got["conditions"]}
     assert cond["SupervisorReady"]["status"] == "False" and cond["SupervisorReady"]["message"] == msg
     sup_view = next(p for p in got["pods"] if p["component"] == "supervisor")

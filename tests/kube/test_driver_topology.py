@@ -234,7 +234,10 @@ def test_get_shows_pods_events_and_conditions(kube, drv):
     assert drv.create("ev1")[0] == 201
     warn_event(kube, drv.ns, drv.oname("ev1", "-supervisor"), "FailedCreatePodSandBox",
                "handler kata failed")
-    got = drv.get("ev1")
+    # Events reach the gateway with its Pod list/watch (not one call per GET).
+    got = poll(lambda: (g := drv.get("ev1")) and any(
+        c["message"] == "handler kata failed" for c in g["conditions"]) and g, 30,
+        "the event in the sandbox's conditions")
     cond = {c["type"]: c for c in got["conditions"]}
     assert cond["SupervisorReady"]["status"] == "False"
     assert cond["SupervisorReady"]["message"] == "handler kata failed"
@@ -245,5 +248,7 @@ def test_get_shows_pods_events_and_conditions(kube, drv):
     mark_ready(kube, drv.ns, drv.oname("ev1", "-supervisor"))
     drv.wait_phase("ev1", "Ready")
     mark_ready(kube, drv.ns, drv.oname("ev1", "-workload"))
-    cond = {c["type"]: c for c in drv.get("ev1")["conditions"]}
+    got = poll(lambda: (g := drv.get("ev1")) and all(
+        c["status"] == "True" for c in g["conditions"]) and g, 30, "both conditions True")
+    cond = {c["type"]: c for c in got["conditions"]}
     assert cond["SupervisorReady"]["status"] == "True" and cond["WorkloadReady"]["status"] == "True"

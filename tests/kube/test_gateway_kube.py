@@ -201,7 +201,9 @@ def test_kubelet_cannot_run_supervisor_class_get_shows_why(kube, ns, gateways):
     assert cond["SupervisorReady"]["message"] == "", cond  # control: no warning yet
     msg = f'failed to get sandbox runtime: no runtime for "{sclass}" is configured'
     warn_event(kube, ns, sup["metadata"]["name"], "FailedCreatePodSandBox", msg)
-    got = g.cli_json("sandbox", "get", "g7")
+    # Events reach the gateway with its Pod list/watch (not one call per GET).
+    got = poll(lambda: (j := g.cli_json("sandbox", "get", "g7")) and any(
+        c["message"] == msg for c in j["conditions"]) and j, 30, "the event shown")
     cond = {c["type"]: c for c in got["conditions"]}
     assert cond["SupervisorReady"]["status"] == "False" and cond["SupervisorReady"]["message"] == msg
     assert got["phase"] == "Provisioning", got  # never Ready

@@ -118,7 +118,17 @@ class Driver:
         st, b = self.request("POST", "/v1/sandboxes", body)
         if st == 201:
             self.ids[name] = b["id"]
+            b = self.created(name, b)
         return st, b
+
+    def created(self, name, b):
+        """The sandbox once its create finished: the gateway runs kubernetes
+        creates off its loop, the API answers while they run."""
+        def done():
+            v = self.get(name)
+            return v and v.get("backend", {}).get("message") != "creating its objects" and \
+                (v["backend"]["phase"] != "Failed" or v["phase"] == "Error") and v
+        return poll(done, 60, f"{name}'s create finished") if b.get("backend") else b
 
     def get(self, name):
         st, b = self.request("GET", f"/v1/sandboxes/{name}")

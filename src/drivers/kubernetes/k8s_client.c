@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "json.h"
 #include "k8s_client_internal.h"
+#include "log.h"
 #include "parse.h"
 
 static void curl_slist_freep(struct curl_slist **l)
@@ -34,6 +35,8 @@ struct k8s_client *k8s_client_new(struct k8s_creds *creds, const struct k8s_clie
 	c->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 30000;
 	c->connect_timeout_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 5000;
 	c->backoff_ms = opts && opts->backoff_ms ? opts->backoff_ms : 200;
+	c->max_retry_wait_ms = opts && opts->max_retry_wait_ms ? opts->max_retry_wait_ms : 10000;
+	c->call_budget_ms = opts ? opts->call_budget_ms : 0;
 	if (!c->creds.server) {
 		k8s_client_free(c);
 		os_error_set(err, EINVAL, "kubernetes client: no server address");
@@ -236,6 +239,32 @@ static int status_errno(long http)
 	}
 }
 
+static long mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Why a retry happens, in the log: the operator sees throttling (429 with
+ * the server's Retry-After), server errors and timeouts as such. */
+static void log_retry(const char *method, const char *path, const struct answer *a, CURLcode cc,
+		      int attempt_no, long wait_ms)
+{
+	if (a->http == 429)
+		log_warn("kubernetes: %s %s: HTTP 429 Too Many Requests (Retry-After %s%ld s): "
+			 "retry %d of %d in %ld ms",
+			 method, path, a->retry_after_s >= 0 ? "" : "none, backoff ",
+			 a->retry_after_s >= 0 ? a->retry_after_s : 0, attempt_no, K8S_RETRIES,
+			 wait_ms);
+	else if (a->http >= 500)
+		log_warn("kubernetes: %s %s: HTTP %ld: retry %d of %d in %ld ms", method, path,
+			 a->http, attempt_no, K8S_RETRIES, wait_ms);
+	else
+		log_warn("kubernetes: %s %s: %s: retry %d of %d in %ld ms", method, path,
+			 curl_easy_strerror(cc), attempt_no, K8S_RETRIES, wait_ms);
+}
+
 static long mono_s(void)
 {
 	struct timespec ts;
@@ -270,6 +299,7 @@ int k8s_call(struct k8s_client *c, const char *method, const char *path, const j
 		return -1;
 	if (body && !text)
 		return os_error_set(err, ENOMEM, "%s %s: cannot serialise the body", method, path);
+	long deadline = c->call_budget_ms ? mono_ms() + c->call_budget_ms : 0;
 	for (int i = 0;; i++) {
 		buf_init(&a.body, K8S_RESPONSE_MAX);
 		a.http = 0;
@@ -279,9 +309,15 @@ int k8s_call(struct k8s_client *c, const char *method, const char *path, const j
 		bool connect_failed = r < 0 && cc == CURLE_COULDNT_CONNECT;
 		if (i >= K8S_RETRIES || !(connect_failed || (r == 0 && retryable(method, a.http))))
 			break;
-		buf_free(&a.body);
 		long wait = a.retry_after_s >= 0 ? a.retry_after_s * 1000 : delay;
-		sleep_ms(wait > 10000 ? 10000 : wait);
+		if (wait > c->max_retry_wait_ms)
+			wait = c->max_retry_wait_ms;
+		/* Out of budget: the last answer stands (a 429 is reported as such). */
+		if (deadline && mono_ms() + wait >= deadline)
+			break;
+		log_retry(method, path, &a, cc, i + 1, wait);
+		buf_free(&a.body);
+		sleep_ms(wait);
 		delay *= 2;
 	}
 	_cleanup_buf_ struct buf resp = a.body;

@@ -71,6 +71,12 @@ struct k8s_client_opts {
 	long timeout_ms; /* whole call; default 30000 */
 	long connect_timeout_ms; /* default 5000 */
 	long backoff_ms; /* first retry delay, doubled each time; default 200 */
+	/* Cap on one retry's wait, Retry-After included (default 10000): a
+	 * client on the gateway's event loop waits little and fails clearly. */
+	long max_retry_wait_ms;
+	/* Cap on all the attempts of one call together (0: timeout_ms times
+	 * the attempts): what one call may cost its caller at worst. */
+	long call_budget_ms;
 };
 
 /* Takes ownership of creds (also on failure). */

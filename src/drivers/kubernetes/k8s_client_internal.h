@@ -9,7 +9,7 @@
 
 struct k8s_client {
 	struct k8s_creds creds;
-	long timeout_ms, connect_timeout_ms, backoff_ms;
+	long timeout_ms, connect_timeout_ms, backoff_ms, max_retry_wait_ms, call_budget_ms;
 	unsigned long calls;
 	CURLSH *share; /* connection and TLS session cache across calls */
 	long token_read_s; /* CLOCK_MONOTONIC second the token file was read */

@@ -367,9 +367,8 @@ static int provision(struct k8s_driver *k, json_t *record, bool fresh, bool *our
 	return 0;
 }
 
-static int k8s_create(struct driver *d, json_t *record, os_error *err)
+int k8s_create_now(struct k8s_driver *k, json_t *record, os_error *err)
 {
-	struct k8s_driver *k = K(d);
 	const char *id = json_string_value(json_object_get(record, "id"));
 	bool ours = false;
 	if (provision(k, record, true, &ours, err) == 0)
@@ -385,13 +384,36 @@ static int k8s_create(struct driver *d, json_t *record, os_error *err)
 	return -1;
 }
 
-static int k8s_stop(struct driver *d, json_t *record, os_error *err)
+/* Hosted, the create runs on the worker (k8s_async.c): the loop never
+ * waits on its calls. Without a host (tests, tools) it runs here. */
+static int k8s_create(struct driver *d, json_t *record, os_error *err)
 {
-	if (k8s_delete_pods(K(d), json_string_value(json_object_get(record, "id")), err) < 0)
+	struct k8s_driver *k = K(d);
+	return k->async ? k8s_async_create(k, record, err) : k8s_create_now(k, record, err);
+}
+
+/* Another hand on a sandbox whose create still runs would half-make it. */
+static int busy(struct k8s_driver *k, const json_t *record, os_error *err)
+{
+	const char *id = json_string_value(json_object_get(record, "id"));
+	if (!k8s_async_busy(k, id))
+		return 0;
+	return os_error_set(err, EAGAIN, "sandbox %s: its create is still running", id);
+}
+
+int k8s_stop_now(struct k8s_driver *k, json_t *record, os_error *err)
+{
+	if (k8s_delete_pods(k, json_string_value(json_object_get(record, "id")), err) < 0)
 		return -1;
 	k8s_record_phase(record, "Stopped",
 			 "Pods deleted; fence, Secrets, Service and volume kept");
 	return 0;
+}
+
+static int k8s_stop(struct driver *d, json_t *record, os_error *err)
+{
+	struct k8s_driver *k = K(d);
+	return k->async ? k8s_async_step(k, "stop", record, err) : k8s_stop_now(k, record, err);
 }
 
 /* Recreates both Pods with the placement recorded at creation. */
@@ -399,6 +421,8 @@ static int k8s_start(struct driver *d, json_t *record, os_error *err)
 {
 	struct k8s_driver *k = K(d);
 	bool ours = false;
+	if (busy(k, record, err) < 0)
+		return -1;
 	if (provision(k, record, false, &ours, err) == 0)
 		return 0;
 	os_error rb = { 0 };
@@ -410,12 +434,18 @@ static int k8s_start(struct driver *d, json_t *record, os_error *err)
 	return -1;
 }
 
-static int k8s_delete(struct driver *d, json_t *record, os_error *err)
+int k8s_delete_now(struct k8s_driver *k, json_t *record, os_error *err)
 {
-	if (k8s_remove_all(K(d), json_string_value(json_object_get(record, "id")), err) < 0)
+	if (k8s_remove_all(k, json_string_value(json_object_get(record, "id")), err) < 0)
 		return -1;
 	k8s_record_phase(record, "Deleted", "every object removed");
 	return 0;
+}
+
+static int k8s_delete(struct driver *d, json_t *record, os_error *err)
+{
+	struct k8s_driver *k = K(d);
+	return k->async ? k8s_async_step(k, "delete", record, err) : k8s_delete_now(k, record, err);
 }
 
 static int k8s_validate(struct driver *d, const json_t *request, json_t **record, os_error *err)
@@ -468,8 +498,8 @@ static int k8s_configure(struct driver *d, json_t *record, const struct driver_m
 static void k8s_free(struct driver *d)
 {
 	struct k8s_driver *k = K(d);
-	if (!k8s_host_free(k))
-		return; /* its thread still runs on it: left to the process exit */
+	if (!k8s_async_free(k) || !k8s_host_free(k))
+		return; /* a thread still runs on it: left to the process exit */
 	json_decref(k->tokens);
 	k8s_settings_release(&k->s);
 	k8s_client_free(k->client);
@@ -515,6 +545,7 @@ struct driver *k8s_driver_new(struct k8s_settings *settings, struct k8s_client *
 	k->s = *settings; /* ownership of dns_peers moves here */
 	settings->dns_peers = NULL;
 	k->client = client;
+	k->orphan_scan_due = true; /* the start-up reconcile looks everywhere */
 	k->opts = opts ? *opts : (struct k8s_driver_opts){ 0 };
 	if (!k->opts.delete_timeout_ms)
 		k->opts.delete_timeout_ms = 60000;

@@ -33,7 +33,32 @@ struct k8s_driver {
 	struct k8s_driver_opts opts;
 	json_t *tokens; /* id -> sandbox token, from configure until the Secret holds it */
 	struct k8s_host *host; /* watch thread, class checks (k8s_host.c); NULL: none */
+	bool orphan_scan_due; /* the next reconcile lists every kind for orphans */
+	struct k8s_async *async; /* creates off the loop (k8s_async.c); NULL: inline */
 };
+
+/* The whole ordered create with its rollback, on k->client (k8s_driver.c). */
+int k8s_create_now(struct k8s_driver *k, json_t *record, os_error *err);
+int k8s_stop_now(struct k8s_driver *k, json_t *record, os_error *err);
+int k8s_delete_now(struct k8s_driver *k, json_t *record, os_error *err);
+
+/* k8s_async.c: the create worker. start takes client (also on failure). */
+int k8s_async_start(struct k8s_driver *k, struct k8s_client *client, int efd, os_error *err);
+/* Queues record's create; record says "creating its objects". */
+int k8s_async_create(struct k8s_driver *k, json_t *record, os_error *err);
+/* True while id's create is queued or running (or its result not folded). */
+bool k8s_async_busy(struct k8s_driver *k, const char *id);
+/* Stop or delete (op "stop" / "delete") off the loop: queues it and
+ * returns EAGAIN; a later call returns its outcome (0, or its error). */
+int k8s_async_step(struct k8s_driver *k, const char *op, json_t *record, os_error *err);
+/* Folds id's finished create into record (phase, message, conditions);
+ * true when there was one. */
+bool k8s_async_fold(struct k8s_driver *k, json_t *record);
+/* Stops the worker; false when it did not stop in time. */
+bool k8s_async_free(struct k8s_driver *k);
+
+/* The key under which a snapshot Pod carries its Events (k8s_host.c). */
+#define K8S_POD_EVENTS "openshell_events"
 
 /* The collections a sandbox has objects in, deletion order (Pods first). */
 struct k8s_kind {
@@ -64,11 +89,20 @@ bool k8s_pod_gated(const json_t *pod);
 /* The Events of this very Pod (kind, name and uid) as [{type, reason, message,
  * count}]; an empty array when they cannot be read (they are advisory). */
 json_t *k8s_pod_events(struct k8s_driver *k, const json_t *pod);
+/* The same on client c (the watch thread's own). */
+json_t *k8s_pod_events_on(struct k8s_driver *k, struct k8s_client *c, const json_t *pod);
 
-/* Blocks until a Pod of any sandbox in the namespace changes (returns 1) or
- * timeout_s passes (0), on client c (the watch thread's own). A watch that
- * expired (410) counts as a change. */
-int k8s_wait_change(struct k8s_driver *k, struct k8s_client *c, long timeout_s, os_error *err);
+/* Every managed Pod of the namespace (one list) and the list's
+ * resourceVersion, on client c. */
+int k8s_list_pods(struct k8s_driver *k, struct k8s_client *c, json_t **items, char *rv,
+		  size_t rv_cap, os_error *err);
+/* Watches them from rv: 1 when one changed, 0 when timeout_s passed,
+ * K8S_WATCH_GONE when rv is too old (410: list again), < 0 on error. */
+int k8s_watch_pods(struct k8s_driver *k, struct k8s_client *c, char *rv, size_t rv_cap,
+		   long timeout_s, os_error *err);
+/* A copy of the sandbox's Pods from the watch thread's snapshot, or NULL
+ * when there is none yet (no host, or no list succeeded). */
+json_t *k8s_host_pods(struct k8s_driver *k, const char *id);
 
 /* Hosting hooks (k8s_host.c). k8s_host_free stops the watch thread; false
  * when it did not stop in time (the driver must then not be freed). */

@@ -1,14 +1,17 @@
 /* k8s_host.c - the kubernetes driver's hosting hooks (driver.h) and its
- * registry entry: open from [openshell.drivers.kubernetes], check the
- * configured RuntimeClasses (at start and every K8S_RESYNC_MS), and watch
- * the sandbox Pods from a helper thread whose only effect is a write to an
- * eventfd the host's loop polls. It never picks a class the operator did
- * not configure and never touches a record off the host's thread.
+ * registry entry: open from [openshell.drivers.kubernetes], and a helper
+ * thread that keeps one list/watch of every sandbox Pod (a snapshot, with
+ * the Events of Pods not Ready) and checks the configured RuntimeClasses;
+ * its only effect on the host is the snapshot and a write to an eventfd
+ * the host's loop polls. It never picks a class the operator did not
+ * configure and never touches a record off the host's thread.
  *
- * Threading: libcurl calls block. Short calls (create, status, reconcile)
- * run on the host's loop with a bounded timeout (K8S_CALL_TIMEOUT_MS, a few
- * retries on 429/5xx); only the Pod watch, a long poll, runs in the helper
- * thread, on its own client. */
+ * Threading: libcurl calls block, so every read the lifecycle makes all
+ * the time (status of every sandbox, reconcile's Pods, class checks) is
+ * answered from the thread's snapshot, on its own client. What the loop
+ * still calls (create, stop, delete, a policy update) has a tight budget
+ * (K8S_CALL_BUDGET_MS for all retries of a call) and fails clearly; an
+ * apiserver that does not answer shows as "apiserver": "degraded". */
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
@@ -27,7 +30,13 @@
 #include "log.h"
 #include "parse.h"
 
-#define K8S_CALL_TIMEOUT_MS 10000 /* one API call from the loop */
+#define K8S_CALL_TIMEOUT_MS 3000 /* one attempt of an API call from the loop */
+#define K8S_CALL_BUDGET_MS 4000 /* all attempts of one call from the loop */
+#define K8S_RETRY_WAIT_MS 500 /* the loop waits at most this between attempts */
+#define K8S_THREAD_TIMEOUT_MS 10000 /* one call of the watch thread */
+/* stop and delete still wait on the loop for Pods to be gone (not yet
+ * asynchronous): at most this long per call. */
+#define K8S_DELETE_WAIT_MS 10000
 #define K8S_CONNECT_TIMEOUT_MS 3000
 #define K8S_WATCH_S 3 /* one watch; also bounds how long shutdown waits */
 #define K8S_RESYNC_MS 30000 /* reconcile + class check even without changes */
@@ -39,11 +48,16 @@ struct k8s_host {
 	bool thread_started;
 	atomic_bool stop;
 	int efd;
-	json_t *classes; /* last check, host thread only */
-	time_t checked_at;
-	pthread_mutex_t lock; /* guards watch_error */
+	pthread_mutex_t lock; /* guards what follows */
 	char watch_error[OS_ERROR_MSG_MAX];
+	json_t *classes; /* last check (the thread's, published here) */
+	time_t checked_at;
+	json_t *pods; /* snapshot: every managed Pod, NULL until a list succeeded */
+	time_t listed_at; /* when the snapshot was last confirmed by a list */
+	unsigned long relists_gone; /* watches that expired (410) and were re-listed */
 };
+
+static struct k8s_client *connect_client(bool on_loop, os_error *err);
 
 /* ---- RuntimeClass check ---- */
 
@@ -100,23 +114,32 @@ json_t *k8s_health(struct driver *d)
 	struct k8s_driver *k = (struct k8s_driver *)d;
 	struct k8s_host *h = k->host;
 	const struct k8s_settings *s = &k->s;
-	json_t *classes = h && h->classes ? h->classes : NULL;
-	json_t *missing = missing_classes(classes);
-	char watch[OS_ERROR_MSG_MAX] = "ok";
+	_cleanup_json_ json_t *classes = NULL;
+	char watch[OS_ERROR_MSG_MAX] = "ok", api[OS_ERROR_MSG_MAX + 16] = "ok";
+	time_t checked = 0, listed = 0;
+	unsigned long gone = 0;
 	if (h) {
 		pthread_mutex_lock(&h->lock);
-		if (h->watch_error[0])
+		if (h->watch_error[0]) {
 			snprintf(watch, sizeof watch, "%s", h->watch_error);
+			snprintf(api, sizeof api, "degraded: %s", h->watch_error);
+		}
+		classes = h->classes ? json_deep_copy(h->classes) : NULL;
+		checked = h->checked_at;
+		listed = h->listed_at;
+		gone = h->relists_gone;
 		pthread_mutex_unlock(&h->lock);
 	}
-	return json_pack("{s:b, s:s, s:s, s:s?, s:o, s:o, s:s, s:I, s:I}", "ok",
-			 json_array_size(missing) == 0, "namespace", s->namespace, "topology",
-			 k8s_topology_name(s->topology), "supervisor_runtime_class",
+	json_t *missing = missing_classes(classes);
+	return json_pack("{s:b, s:s, s:s, s:s?, s:O, s:o, s:s, s:s, s:I, s:I, s:I, s:I}", "ok",
+			 json_array_size(missing) == 0 && !strcmp(api, "ok"), "namespace",
+			 s->namespace, "topology", k8s_topology_name(s->topology),
+			 "supervisor_runtime_class",
 			 s->topology == K8S_TOPOLOGY_DEDICATED ? s->supervisor_class : NULL,
-			 "runtime_classes", classes ? json_incref(classes) : json_array(),
-			 "missing", missing, "watch", watch, "checked_at",
-			 (json_int_t)(h ? h->checked_at : 0), "api_calls",
-			 (json_int_t)k8s_client_calls(k->client));
+			 "runtime_classes", classes ? classes : json_array(), "missing", missing,
+			 "apiserver", api, "watch", watch, "checked_at", (json_int_t)checked,
+			 "listed_at", (json_int_t)listed, "watch_relists_after_410",
+			 (json_int_t)gone, "api_calls", (json_int_t)k8s_client_calls(k->client));
 }
 
 /* ---- the watch thread: posts wake-ups, nothing else ---- */
@@ -132,27 +155,117 @@ static void set_watch_error(struct k8s_host *h, const char *msg)
 			 K8S_RESYNC_MS / 1000);
 }
 
+/* Each Pod carries its Events (why it waits; none are read for a Ready
+ * one): read here, so a status never reads them on the loop. */
+static void add_events(struct k8s_driver *k, struct k8s_client *c, json_t *pods)
+{
+	size_t i;
+	json_t *p;
+	json_array_foreach (pods, i, p) {
+		json_object_set_new(p, K8S_POD_EVENTS,
+				    k8s_pod_ready(p) ? json_array() : k8s_pod_events_on(k, c, p));
+	}
+}
+
+/* Publishes a fresh list; a wake-up only when something changed. */
+static void publish(struct k8s_host *h, json_t *pods)
+{
+	pthread_mutex_lock(&h->lock);
+	bool changed = !h->pods || !json_equal(h->pods, pods);
+	json_decref(h->pods);
+	h->pods = pods;
+	h->listed_at = time(NULL);
+	pthread_mutex_unlock(&h->lock);
+	uint64_t one = 1;
+	if (changed && write(h->efd, &one, sizeof one) < 0 && errno != EAGAIN)
+		set_watch_error(h, "posting a wake-up failed");
+}
+
+static void refresh_classes(struct k8s_driver *k, struct k8s_host *h)
+{
+	if (h->checked_at && time(NULL) - h->checked_at < K8S_RESYNC_MS / 1000)
+		return;
+	json_t *classes = check_classes(&k->s, h->watch_client);
+	pthread_mutex_lock(&h->lock);
+	if (classes) {
+		json_decref(h->classes);
+		h->classes = classes;
+	}
+	h->checked_at = time(NULL);
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void pause_thread(struct k8s_host *h, int seconds)
+{
+	for (int i = 0; i < seconds * 10 && !atomic_load(&h->stop); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
+}
+
+/* List, publish, watch until a change (or K8S_WATCH_S), list again. A
+ * watch whose resourceVersion expired (410 Gone, e.g. after compaction)
+ * is followed by a fresh list, like any other end of a watch. */
 static void *watch_main(void *arg)
 {
 	struct k8s_driver *k = arg;
 	struct k8s_host *h = k->host;
 	while (!atomic_load(&h->stop)) {
 		os_error err = { 0 };
-		int r = k8s_wait_change(k, h->watch_client, K8S_WATCH_S, &err);
+		char rv[128];
+		json_t *pods = NULL;
+		if (k8s_list_pods(k, h->watch_client, &pods, rv, sizeof rv, &err) < 0) {
+			set_watch_error(h, err.msg);
+			pause_thread(h, K8S_WATCH_BACKOFF_S);
+			continue;
+		}
+		add_events(k, h->watch_client, pods);
+		publish(h, pods);
+		refresh_classes(k, h);
+		int r = k8s_watch_pods(k, h->watch_client, rv, sizeof rv, K8S_WATCH_S, &err);
 		if (atomic_load(&h->stop))
 			break;
 		if (r < 0) {
 			set_watch_error(h, err.msg);
-			for (int i = 0; i < K8S_WATCH_BACKOFF_S * 10 && !atomic_load(&h->stop); i++)
-				nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
+			pause_thread(h, K8S_WATCH_BACKOFF_S);
 			continue;
 		}
 		set_watch_error(h, "");
-		uint64_t one = 1;
-		if (r == 1 && write(h->efd, &one, sizeof one) < 0 && errno != EAGAIN)
-			set_watch_error(h, "posting a wake-up failed");
+		if (r == K8S_WATCH_GONE) {
+			pthread_mutex_lock(&h->lock);
+			unsigned long n = ++h->relists_gone;
+			pthread_mutex_unlock(&h->lock);
+			log_info("kubernetes watch: resourceVersion %s expired (410 Gone): listing "
+				 "again (%lu so far)",
+				 rv, n);
+		}
 	}
 	return NULL;
+}
+
+static const char *pod_label(const json_t *pod, const char *key)
+{
+	return json_string_value(
+		json_object_get(json_object_get(json_object_get(pod, "metadata"), "labels"), key));
+}
+
+json_t *k8s_host_pods(struct k8s_driver *k, const char *id)
+{
+	struct k8s_host *h = k->host;
+	json_t *out = NULL;
+	if (!h || !id)
+		return NULL;
+	pthread_mutex_lock(&h->lock);
+	if (h->pods) {
+		out = json_array();
+		size_t i;
+		json_t *p;
+		json_array_foreach (h->pods, i, p) {
+			const char *pid = pod_label(p, K8S_L_ID);
+			if (out && pid && !strcmp(pid, id))
+				json_array_append_new(out, json_deep_copy(p));
+		}
+	}
+	pthread_mutex_unlock(&h->lock);
+	return out;
 }
 
 int k8s_host_start(struct driver *d, os_error *err)
@@ -164,13 +277,20 @@ int k8s_host_start(struct driver *d, os_error *err)
 	h->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (h->efd < 0)
 		return os_error_errno(err, "kubernetes: eventfd");
+	/* Once before serving, so the first status already names a missing
+	 * class; later checks are the thread's. */
+	refresh_classes(k, h);
 	int rc = pthread_create(&h->thread, NULL, watch_main, k);
 	if (rc != 0) {
 		errno = rc;
 		return os_error_errno(err, "kubernetes: starting the watch thread");
 	}
 	h->thread_started = true;
-	return 0;
+	/* Creates run on their own worker and client from now on. */
+	struct k8s_client *wc = connect_client(false, err);
+	if (!wc)
+		return os_error_prefix(err, "kubernetes: the create worker's client");
+	return k8s_async_start(k, wc, h->efd, err);
 }
 
 int k8s_event_fd(struct driver *d)
@@ -193,12 +313,9 @@ int k8s_dispatch(struct driver *d, unsigned why, os_error *err)
 			changed = 1;
 	}
 	if (why & DRIVER_DISPATCH_RESYNC) {
-		json_t *classes = check_classes(&k->s, k->client);
-		if (classes) {
-			json_decref(h->classes);
-			h->classes = classes;
-			h->checked_at = time(NULL);
-		}
+		/* The classes are checked by the watch thread; a resync reconciles
+		 * and looks for orphans (five list calls, so not at every change). */
+		k->orphan_scan_due = true;
 		changed = 1;
 	}
 	return changed;
@@ -224,6 +341,7 @@ bool k8s_host_free(struct k8s_driver *k)
 		}
 	}
 	json_decref(h->classes);
+	json_decref(h->pods);
 	if (h->efd >= 0)
 		close(h->efd);
 	k8s_client_free(h->watch_client);
@@ -235,14 +353,18 @@ bool k8s_host_free(struct k8s_driver *k)
 
 /* ---- registry entry ---- */
 
-static struct k8s_client *connect_client(os_error *err)
+/* on_loop: the client the gateway's loop calls through, whose every call
+ * is bounded by K8S_CALL_BUDGET_MS; else the watch thread's. */
+static struct k8s_client *connect_client(bool on_loop, os_error *err)
 {
 	struct k8s_creds creds;
-	/* A short first backoff: retries (429/5xx, refused connections) block
-	 * the loop, so an unreachable API costs ~1.5 s per call, not ~6 s. */
-	struct k8s_client_opts copts = { .timeout_ms = K8S_CALL_TIMEOUT_MS,
-					 .connect_timeout_ms = K8S_CONNECT_TIMEOUT_MS,
-					 .backoff_ms = 50 };
+	struct k8s_client_opts copts = {
+		.timeout_ms = on_loop ? K8S_CALL_TIMEOUT_MS : K8S_THREAD_TIMEOUT_MS,
+		.connect_timeout_ms = K8S_CONNECT_TIMEOUT_MS,
+		.backoff_ms = 50,
+		.max_retry_wait_ms = on_loop ? K8S_RETRY_WAIT_MS : 0,
+		.call_budget_ms = on_loop ? K8S_CALL_BUDGET_MS : 0,
+	};
 	if (k8s_creds_discover(NULL, NULL, &creds, err) < 0) {
 		os_error_prefix(err, "kubernetes credentials");
 		return NULL;
@@ -257,7 +379,7 @@ static int k8s_open(const struct config *cfg, const struct driver_env *env, stru
 	/* ready_timeout 0: create returns once every object is accepted; the
 	 * reconcile the host runs ungates when the supervisor is Ready. */
 	struct k8s_driver_opts dopts = { .ready_timeout_ms = 0,
-					 .delete_timeout_ms = K8S_CALL_TIMEOUT_MS };
+					 .delete_timeout_ms = K8S_DELETE_WAIT_MS };
 	/* Before any thread exists: libcurl's global state is not thread-safe. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
 		return os_error_set(err, EIO, "kubernetes: libcurl initialisation failed");
@@ -265,7 +387,7 @@ static int k8s_open(const struct config *cfg, const struct driver_env *env, stru
 		k8s_settings_release(&s);
 		return -1;
 	}
-	struct k8s_client *c = connect_client(err);
+	struct k8s_client *c = connect_client(true, err);
 	if (!c) {
 		k8s_settings_release(&s);
 		return os_error_prefix(err, "drivers.kubernetes");
@@ -280,7 +402,7 @@ static int k8s_open(const struct config *cfg, const struct driver_env *env, stru
 	h->efd = -1;
 	pthread_mutex_init(&h->lock, NULL);
 	k->host = h;
-	h->watch_client = connect_client(err);
+	h->watch_client = connect_client(false, err);
 	if (!h->watch_client)
 		return os_error_prefix(err, "drivers.kubernetes (watch)");
 	log_info("kubernetes driver: namespace %s, topology %s, API %s", k->s.namespace,
@@ -295,7 +417,7 @@ static int check_cluster(const struct k8s_settings *s, json_t *report, os_error 
 {
 	char ns_path[512];
 	os_error nerr = { 0 };
-	_cleanup_k8s_client_ struct k8s_client *c = connect_client(err);
+	_cleanup_k8s_client_ struct k8s_client *c = connect_client(false, err);
 	if (!c)
 		return os_error_prefix(err, "drivers.kubernetes");
 	json_object_set_new(report, "server", json_string(k8s_client_creds(c)->server));

@@ -82,6 +82,11 @@ int k8s_ungate(struct k8s_driver *k, const json_t *record, os_error *err)
 
 json_t *k8s_pod_events(struct k8s_driver *k, const json_t *pod)
 {
+	return k8s_pod_events_on(k, k->client, pod);
+}
+
+json_t *k8s_pod_events_on(struct k8s_driver *k, struct k8s_client *c, const json_t *pod)
+{
 	char sel[512], q[1024], path[1600];
 	_cleanup_json_ json_t *list = NULL;
 	json_t *out = json_array(), *ev;
@@ -98,7 +103,7 @@ json_t *k8s_pod_events(struct k8s_driver *k, const json_t *pod)
 	    k8s_query_escape(sel, q, sizeof q, NULL) < 0 ||
 	    str_format(path, sizeof path, NULL, "/api/v1/namespaces/%s/events?fieldSelector=%s",
 		       k->s.namespace, q) < 0 ||
-	    k8s_call(k->client, "GET", path, NULL, NULL, &list, NULL, NULL) < 0)
+	    k8s_call(c, "GET", path, NULL, NULL, &list, NULL, NULL) < 0)
 		return out;
 	json_array_foreach (json_object_get(list, "items"), i, ev) {
 		json_array_append_new(out, json_pack("{s:O?, s:O?, s:O?, s:O?}", "type",
@@ -108,6 +113,14 @@ json_t *k8s_pod_events(struct k8s_driver *k, const json_t *pod)
 						     json_object_get(ev, "count")));
 	}
 	return out;
+}
+
+/* A Pod's events: read with it by the watch thread (K8S_POD_EVENTS) when
+ * it came from the snapshot, so status costs the loop no API call. */
+static json_t *events_of(struct k8s_driver *k, const json_t *pod)
+{
+	const json_t *ev = json_object_get(pod, K8S_POD_EVENTS);
+	return ev ? json_incref((json_t *)ev) : k8s_pod_events(k, pod);
 }
 
 static json_t *pod_summary(struct k8s_driver *k, const json_t *pod)
@@ -120,12 +133,16 @@ static json_t *pod_summary(struct k8s_driver *k, const json_t *pod)
 			 json_object_get(json_object_get(pod, "status"), "phase"), "ready",
 			 k8s_pod_ready(pod), "gated", k8s_pod_gated(pod), "terminating",
 			 terminating(pod), "runtimeClassName", rc ? rc : json_null(), "events",
-			 k8s_pod_events(k, pod));
+			 events_of(k, pod));
 }
 
+/* The sandbox's Pods: from the watch thread's snapshot once it has one
+ * (one list/watch for every sandbox), else one list call. */
 static int sandbox_pods(struct k8s_driver *k, const char *id, json_t **pods, os_error *err)
 {
 	char sel[256];
+	if ((*pods = k8s_host_pods(k, id)) != NULL)
+		return 0;
 	if (str_format(sel, sizeof sel, err, "%s=openshell,%s=%s", K8S_L_MANAGED, K8S_L_ID, id) < 0)
 		return -1;
 	return k8s_list_labelled(k, &k8s_kinds[0], sel, pods, err);
@@ -329,14 +346,24 @@ int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **o
 	json_t *v;
 	if (!rep || !orphans)
 		return os_error_set(err, ENOMEM, "reconcile: out of memory");
-	if (collect_orphans(k, records, n, orphans, err) < 0)
-		return os_error_prefix(err, "reconcile");
+	/* Orphans are looked for at start and at each resync, not at every Pod
+	 * change: five list calls that would otherwise run per change. */
+	if (!k->host || k->orphan_scan_due) {
+		if (collect_orphans(k, records, n, orphans, err) < 0)
+			return os_error_prefix(err, "reconcile");
+		k->orphan_scan_due = false;
+	}
 	json_object_foreach (orphans, id, v) {
 		if (k8s_remove_all(k, id, err) < 0)
 			return os_error_prefix(err, "reconcile: removing orphan %s", id);
 		report(rep, id, "removed-orphan", "no sandbox record");
 	}
 	for (size_t i = 0; i < n; i++) {
+		const char *rid = json_string_value(json_object_get(records[i], "id"));
+		/* A finished create's outcome lands here, on the loop; a running
+		 * one is left alone. */
+		if (k8s_async_fold(k, records[i]) || k8s_async_busy(k, rid))
+			continue;
 		const char *phase = json_string_value(json_object_get(records[i], "phase"));
 		const char *topo = json_string_value(
 			json_object_get(json_object_get(records[i], "placement"), "topology"));
@@ -362,21 +389,38 @@ static int any_change(void *ctx, const char *type, const json_t *obj, os_error *
 	return 1;
 }
 
-int k8s_wait_change(struct k8s_driver *k, struct k8s_client *c, long timeout_s, os_error *err)
+static int managed_pods_path(struct k8s_driver *k, char *path, size_t cap, os_error *err)
 {
-	char coll[512], q[256], path[1200], rv[128];
-	_cleanup_json_ json_t *list = NULL;
+	char coll[512], q[256];
 	if (k8s_collection(k, &k8s_kinds[0], coll, sizeof coll, err) < 0 ||
-	    k8s_query_escape(K8S_L_MANAGED "=openshell", q, sizeof q, err) < 0 ||
-	    str_format(path, sizeof path, err, "%s?labelSelector=%s", coll, q) < 0 ||
+	    k8s_query_escape(K8S_L_MANAGED "=openshell", q, sizeof q, err) < 0)
+		return -1;
+	return str_format(path, cap, err, "%s?labelSelector=%s", coll, q);
+}
+
+int k8s_list_pods(struct k8s_driver *k, struct k8s_client *c, json_t **items, char *rv,
+		  size_t rv_cap, os_error *err)
+{
+	char path[1200];
+	_cleanup_json_ json_t *list = NULL;
+	if (managed_pods_path(k, path, sizeof path, err) < 0 ||
 	    k8s_call(c, "GET", path, NULL, NULL, &list, NULL, err) < 0)
 		return -1;
 	const char *lrv = json_string_value(
 		json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
-	if (!lrv || str_copy(rv, sizeof rv, lrv, err) < 0)
+	json_t *it = json_object_get(list, "items");
+	if (!lrv || (it && !json_is_array(it)) || str_copy(rv, rv_cap, lrv, err) < 0)
 		return os_error_set(err, EPROTO, "GET %s: not a list answer", path);
-	int r = k8s_watch(c, path, rv, sizeof rv, timeout_s, any_change, NULL, err);
-	if (r < 0)
+	*items = it ? json_incref(it) : json_array();
+	return 0;
+}
+
+int k8s_watch_pods(struct k8s_driver *k, struct k8s_client *c, char *rv, size_t rv_cap,
+		   long timeout_s, os_error *err)
+{
+	char path[1200];
+	if (managed_pods_path(k, path, sizeof path, err) < 0)
 		return -1;
-	return r == 0 ? 0 : 1; /* stopped by an event, or expired: look again */
+	int r = k8s_watch(c, path, rv, rv_cap, timeout_s, any_change, NULL, err);
+	return r < 0 ? -1 : r;
 }
