@@ -272,6 +272,19 @@ static int logs(struct cli *cli, int argc, char **argv)
 	return CLI_OK;
 }
 
+/* The phase as a table shows it: a sandbox that lost its supervisor session
+ * says so beside Provisioning (-o json keeps the API's fields). */
+static void phase_shown(json_t *sb)
+{
+	const char *session = json_string_value(json_object_get(sb, "session"));
+	const char *phase = json_string_value(json_object_get(sb, "phase"));
+	if (!session || !phase)
+		return;
+	char text[96];
+	snprintf(text, sizeof text, "%s (session %s)", phase, session);
+	json_object_set_new(sb, "phase", json_string(text));
+}
+
 /* One watch event as a table row (EVENT NAME PHASE MESSAGE) or raw NDJSON. */
 static int print_event(const char *line, size_t len, void *user)
 {
@@ -281,7 +294,8 @@ static int print_event(const char *line, size_t len, void *user)
 	} else {
 		_cleanup_json_ json_t *ev = json_loadb(line, len, 0, NULL);
 		const char *type = json_string_value(json_object_get(ev, "type"));
-		const json_t *sb = json_object_get(ev, "sandbox");
+		json_t *sb = json_object_get(ev, "sandbox");
+		phase_shown(sb);
 		const char *name = json_string_value(json_object_get(sb, "name"));
 		const char *phase = json_string_value(json_object_get(sb, "phase"));
 		const char *msg = json_string_value(json_object_get(sb, "message"));
@@ -320,6 +334,11 @@ int cmd_sandbox(struct cli *cli, int argc, char **argv)
 		_cleanup_json_ json_t *out = cli_api(cli, "GET", "/v1/sandboxes", NULL, &status);
 		if (!out)
 			return CLI_FAIL;
+		size_t i;
+		json_t *sb;
+		json_array_foreach (json_object_get(out, "sandboxes"), i, sb)
+			if (!cli->json)
+				phase_shown(sb);
 		cli_table(cli, json_object_get(out, "sandboxes"), list_cols, "sandboxes");
 		return CLI_OK;
 	}
