@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,8 +142,28 @@ static int send_frame(struct tls_stream *s, uint8_t type, const void *p, size_t 
 	return rc;
 }
 
+/* What the pump ends with besides an exit code: a message to print once the
+ * terminal is back to normal (in raw mode a newline does not return the
+ * cursor), and whether the connection was lost before the exit status. */
+struct pump_end {
+	os_error err;
+	bool lost;
+	bool mid_line; /* the last byte written to the terminal was not a newline */
+};
+
+static int pump_fail(struct pump_end *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int pump_fail(struct pump_end *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->err.msg, sizeof e->err.msg, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
 /* Handles the frames in in; returns -1 to go on, else the exit code. */
-static int take_frames(struct buf *in)
+static int take_frames(struct buf *in, struct pump_end *e)
 {
 	struct execframe f;
 	long n;
@@ -154,31 +175,43 @@ static int take_frames(struct buf *in)
 		case EXECFRAME_STDERR:
 			fd_write_all(f.type == EXECFRAME_STDOUT ? STDOUT_FILENO : STDERR_FILENO,
 				     f.payload, f.len, NULL);
+			if (f.len)
+				e->mid_line = f.payload[f.len - 1] != '\n';
 			break;
 		case EXECFRAME_EXIT:
 			if (execframe_u32(&f, &code) < 0)
-				return cli_fail("exec: malformed exit frame");
+				return pump_fail(e, CLI_FAIL, "exec: malformed exit frame");
 			return code > 255 ? 255 : (int)code;
 		case EXECFRAME_ERROR:
-			fprintf(stderr, "openshell: %.*s\n", (int)f.len, (const char *)f.payload);
-			return EXIT_NOT_STARTED;
+			return pump_fail(e, EXIT_NOT_STARTED, "%.*s", (int)f.len,
+					 (const char *)f.payload);
 		default:
-			return cli_fail("exec: unexpected frame '%c' from the sandbox", f.type);
+			return pump_fail(e, CLI_FAIL,
+					 "exec: unexpected frame '%c' from the sandbox", f.type);
 		}
 		buf_consume(in, (size_t)n);
 	}
 	if (n < 0)
-		return cli_fail("%s", err.msg);
+		return pump_fail(e, CLI_FAIL, "%s", err.msg);
 	return -1;
 }
 
-static int pump(struct tls_stream *s, struct buf *in, bool tty)
+static int lost(struct pump_end *e, const char *detail)
+{
+	e->lost = true;
+	return pump_fail(e, CLI_FAIL,
+			 "exec: the connection to the sandbox was lost before the command's "
+			 "exit status arrived%s%s",
+			 detail[0] ? ": " : "", detail);
+}
+
+static int pump(struct tls_stream *s, struct buf *in, bool tty, struct pump_end *e)
 {
 	os_error err = { 0 };
 	bool stdin_open = true;
 	char chunk[65536];
 	for (;;) {
-		int code = take_frames(in);
+		int code = take_frames(in, e);
 		if (code >= 0)
 			return code;
 		if (winch && tty) {
@@ -198,14 +231,14 @@ static int pump(struct tls_stream *s, struct buf *in, bool tty)
 		if (poll(pf, 2, pending ? 0 : -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			return cli_fail("exec: poll: %s", strerror(errno));
+			return pump_fail(e, CLI_FAIL, "exec: poll: %s", strerror(errno));
 		}
 		if (pf[1].revents) {
 			ssize_t r = read(STDIN_FILENO, chunk, sizeof chunk);
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r > 0 && send_frame(s, EXECFRAME_STDIN, chunk, (size_t)r) < 0)
-				return cli_fail("exec: the connection to the sandbox was lost");
+				return lost(e, "");
 			if (r <= 0) {
 				stdin_open = false;
 				send_frame(s, EXECFRAME_STDIN_EOF, NULL, 0);
@@ -216,13 +249,41 @@ static int pump(struct tls_stream *s, struct buf *in, bool tty)
 			if (r < 0 && (err.code == EINTR || err.code == EAGAIN))
 				continue;
 			if (r <= 0)
-				return cli_fail("exec: the connection to the sandbox was lost "
-						"before the command's exit status arrived%s%s",
-						r < 0 ? ": " : "", r < 0 ? err.msg : "");
+				return lost(e, r < 0 ? err.msg : "");
 			if (buf_append(in, chunk, (size_t)r, NULL) < 0)
-				return cli_fail("exec: frame over the size limit");
+				return pump_fail(e, CLI_FAIL, "exec: frame over the size limit");
 		}
 	}
+}
+
+/* After a lost connection or a command killed by a signal: what became of
+ * the sandbox, in words, or NULL when it still runs (the message about the
+ * connection, or the status alone, then stands). */
+static const char *what_happened(struct cli *cli, const char *name, const char *seg, bool lost,
+				 char *out, size_t cap)
+{
+	char path[512];
+	long status = 0;
+	os_error err = { 0 };
+	_cleanup_json_ json_t *row = NULL;
+	snprintf(path, sizeof path, "/v1/sandboxes/%s", seg);
+	if (client_call(&cli->client, "GET", path, NULL, &status, &row, &err) < 0) {
+		if (!lost)
+			return NULL;
+		snprintf(out, cap, "lost the gateway at %s: %s", cli->client.url, err.msg);
+		return out;
+	}
+	const char *phase = str_or(json_string_value(json_object_get(row, "phase")), "");
+	if (status == 404 || !strcmp(phase, "Deleting"))
+		snprintf(out, cap, "sandbox %s was deleted while this session ran", name);
+	else if (!strcmp(phase, "Stopping") || !strcmp(phase, "Stopped"))
+		snprintf(out, cap, "sandbox %s was stopped while this session ran", name);
+	else if (!strcmp(phase, "Error") || !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))
+		snprintf(out, cap, "sandbox %s ended (%s: %s) while this session ran", name, phase,
+			 str_or(json_string_value(json_object_get(row, "message")), ""));
+	else
+		return NULL;
+	return out;
 }
 
 /* How long exec waits for a sandbox whose supervisor session is not live
@@ -317,6 +378,31 @@ static int open_exec_waiting(struct cli *cli, const char *name, const char *seg,
 	return cli_fail("%s", err.msg);
 }
 
+/* Says how the session ended when the status alone would not, then
+ * returns rc. */
+static int report_end(struct cli *cli, const char *name, const char *seg, bool tty,
+		      const struct pump_end *e, int rc)
+{
+	char why[OS_ERROR_MSG_MAX + 600];
+	/* A command killed by a signal may have died with its sandbox
+	 * (deleted, stopped): the status alone would not say so. */
+	if (!e->err.msg[0] && rc > 128) {
+		const char *msg = what_happened(cli, name, seg, false, why, sizeof why);
+		if (msg)
+			fprintf(stderr, "%sopenshell: %s\n", tty && e->mid_line ? "\n" : "", msg);
+		return rc;
+	}
+	if (!e->err.msg[0])
+		return rc;
+	/* A terminal session's last output line may be unfinished: the
+	 * message starts on a line of its own. */
+	if (tty && e->mid_line)
+		fputc('\n', stderr);
+	const char *msg = e->lost ? what_happened(cli, name, seg, true, why, sizeof why) : NULL;
+	fprintf(stderr, "openshell: %s\n", msg ? msg : e->err.msg);
+	return rc;
+}
+
 static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty)
 {
 	char seg[256];
@@ -327,6 +413,11 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 		win_size(&rows, &cols);
 	_cleanup_json_ json_t *body = json_pack("{s:O, s:b, s:i, s:i}", "command", command, "tty",
 						tty, "rows", rows, "cols", cols);
+	/* With a tty the command draws for this terminal: its TERM goes along
+	 * (one the gateway would refuse is left out rather than failing). */
+	const char *term = getenv("TERM");
+	if (body && tty && execframe_term_ok(term))
+		json_object_set_new(body, "term", json_string(term));
 	_cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	if (!text)
 		return cli_fail("exec: out of memory");
@@ -344,12 +435,13 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 		term_raw(&t);
 	}
 	signal(SIGPIPE, SIG_IGN);
-	rc = pump(&s, &in, tty);
+	struct pump_end e = { 0 };
+	rc = pump(&s, &in, tty, &e);
 	tls_stream_end(&s);
 	close(s.fd);
 	term_restore(&t);
 	buf_free(&in);
-	return rc;
+	return report_end(cli, name, seg, tty, &e, rc);
 }
 
 int cmd_exec(struct cli *cli, int argc, char **argv)
