@@ -55,6 +55,8 @@ char *cli_read_file(const char *path);
 int cli_segment(char *out, size_t cap, const char *name);
 
 int cmd_sandbox(struct cli *cli, int argc, char **argv);
+/* cmd_logs.c: sandbox logs. */
+int cmd_logs(struct cli *cli, int argc, char **argv);
 /* cmd_exec.c: sandbox exec / sandbox connect. */
 int cmd_exec(struct cli *cli, int argc, char **argv);
 int cmd_connect(struct cli *cli, int argc, char **argv);

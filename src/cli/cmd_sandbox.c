@@ -240,38 +240,6 @@ static int get(struct cli *cli, const char *name)
 	return CLI_OK;
 }
 
-static int logs(struct cli *cli, int argc, char **argv)
-{
-	const char *name = NULL;
-	bool follow = false, audit = false;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f"))
-			follow = true;
-		else if (!strcmp(argv[i], "--audit"))
-			audit = true;
-		else if (!name)
-			name = argv[i];
-		else
-			return cli_usage("sandbox logs: unexpected %s", argv[i]);
-	}
-	char seg[256], path[512];
-	os_error err = { 0 };
-	if (!name)
-		return cli_usage("sandbox logs NAME [--follow] [--audit]");
-	if (cli_segment(seg, sizeof(seg), name) < 0)
-		return CLI_USAGE;
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s", seg);
-	long status = 0;
-	_cleanup_json_ json_t *row = cli_api(cli, "GET", path, NULL, &status);
-	if (!row)
-		return CLI_FAIL;
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs%s%s%s", seg, follow || audit ? "?" : "",
-		 follow ? "follow=1" : "", audit ? (follow ? "&audit=1" : "audit=1") : "");
-	if (client_stream(&cli->client, path, STDOUT_FILENO, &err) < 0)
-		return cli_fail("%s", err.msg);
-	return CLI_OK;
-}
-
 /* The phase as a table shows it: a sandbox that lost its supervisor session
  * says so beside Provisioning (-o json keeps the API's fields). */
 static void phase_shown(json_t *sb)
@@ -346,7 +314,7 @@ int cmd_sandbox(struct cli *cli, int argc, char **argv)
 	    (!strcmp(argv[1], "--watch") || !strcmp(argv[1], "-w")))
 		return watch(cli);
 	if (!strcmp(sub, "logs"))
-		return logs(cli, argc - 1, argv + 1);
+		return cmd_logs(cli, argc - 1, argv + 1);
 	if (!strcmp(sub, "exec"))
 		return cmd_exec(cli, argc - 1, argv + 1);
 	if (!strcmp(sub, "connect"))

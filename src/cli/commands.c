@@ -41,10 +41,11 @@ static const struct cli_command commands[] = {
 	{ "sandbox", "stop", "NAME", "stop it (the workspace is kept)", NOFLAGS, false },
 	{ "sandbox", "start", "NAME", "start a stopped or finished sandbox again", NOFLAGS, false },
 	{ "sandbox", "delete", "NAME", "delete it and its workspace", NOFLAGS, false },
-	{ "sandbox", "logs", "NAME [--follow] [--audit]",
+	{ "sandbox", "logs", "NAME [--follow] [--since DURATION|TIME] [--audit]",
 	  "the supervisor's and the agent's output; --audit: the supervisor's decision records "
-	  "(JSON lines)",
-	  FLAGS({ "--follow", 'f', false }, { "--audit", 0, false }), false },
+	  "(a table; -o json: the JSON lines); --since 10m or 2026-12-02T01:30:00Z: only newer",
+	  FLAGS({ "--follow", 'f', false }, { "--since", 0, true }, { "--audit", 0, false }),
+	  false },
 	{ "sandbox", "exec", "[-i] [-t] NAME [--] CMD [ARG...]",
 	  "run CMD inside, confined like the agent (exits with CMD's status); stdin is "
 	  "forwarded, -t gives it a terminal",
