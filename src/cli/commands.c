@@ -56,6 +56,10 @@ static const struct cli_command commands[] = {
 	  FLAGS({ "--policy", 0, true }, { "--wait", 0, false }, { "--timeout", 0, true }), false },
 	{ "policy", "get", "NAME", "the policy revision in force", NOFLAGS, false },
 	{ "policy", "list", "NAME", "every revision with its status", NOFLAGS, false },
+	{ "policy", "propose", "NAME [--apply]",
+	  "the smallest policy change that allows the sandbox's denials (YAML, each rule "
+	  "commented with the denials it covers); --apply shows the diff and loads it",
+	  FLAGS({ "--apply", 0, false }), false },
 	{ "policy", "validate", "[--strict] FILE...", "check policy files (offline)",
 	  FLAGS({ "--strict", 0, false }), false },
 	{ "provider", "create", "--name N --credential KEY[=VALUE]... [--endpoint HOST:PORT]...",

@@ -31,13 +31,8 @@ AGENT = ("echo agent-started; curl -s -o /dev/null https://denied.test/x; "
 
 @pytest.fixture
 def aud(tmp_path):
-    gw, up = upstream_gateway.start()
-    pol = tmp_path / "p.yaml"
-    pol.write_text(POLICY)
-    try:
-        gw.cli("sandbox", "create", "--name", "aud", "--policy", str(pol), "--detach", "--",
-               "/bin/sh", "-c", AGENT, check=0)
-
+    with upstream_gateway.running_sandbox(tmp_path, "aud", POLICY,
+                                          ["/bin/sh", "-c", AGENT]) as gw:
         def all_three():
             recs = audit_json(gw)
             return (any(r.get("host") == "denied.test" for r in recs) and
@@ -45,8 +40,6 @@ def aud(tmp_path):
                     any(r.get("path") == "/read" for r in recs) and recs)
         wait_for(all_three, 20, what="the three requests in the audit log")
         yield gw
-    finally:
-        upstream_gateway.stop(gw, up)
 
 
 def audit_json(gw, *extra):

@@ -3,6 +3,7 @@ tests' upstream namespace (tests/lib/proxy_util.py: echo servers on
 198.51.100.10, HTTP :80 and :8000, HTTPS :443 and :8443, a test CA) with the
 local driver's hosts_file and upstream_ca_file pointing at it. Run inside a
 private network namespace (TEST-NET-2 is shared by every test that uses it)."""
+import contextlib
 import os
 
 from tests.lib.gateway_util import Gateway
@@ -29,3 +30,19 @@ def stop(gw, up):
         gw.cleanup()
     finally:
         up.stop()
+
+
+@contextlib.contextmanager
+def running_sandbox(tmp_path, name, policy_text, argv):
+    """A gateway with the upstream, and sandbox NAME running argv under
+    policy_text (detached); yields the gateway, stops both after."""
+    gw, up = start()
+    try:
+        pol = tmp_path / f"{name}-policy.yaml"
+        pol.write_text(policy_text)
+        r = gw.cli("sandbox", "create", "--name", name, "--policy", str(pol), "--detach",
+                   "--", *argv)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        yield gw
+    finally:
+        stop(gw, up)
