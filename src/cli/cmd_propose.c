@@ -12,6 +12,8 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "json.h"
+#include "parse.h"
+#include "policy.h"
 #include "propose.h"
 #include "yamltree.h"
 
@@ -93,6 +95,42 @@ static void print_policies(const json_t *plan)
 	}
 }
 
+/* The policy text compiled as the supervisor would; NULL with err. */
+static struct policy_gen *compile_text(const char *what, const char *text, os_error *err)
+{
+	struct policy_doc *doc = NULL;
+	if (policy_parse(what, text, strlen(text), &doc, NULL, err) < 0)
+		return NULL;
+	return policy_compile(doc, err);
+}
+
+/* Every denial the plan covers must be allowed by next, or nothing is
+ * submitted: the proposal has to do what its comments say. */
+static int check_allows(const char *next_text, const json_t *denials)
+{
+	os_error err = { 0 };
+	struct policy_gen *next = compile_text("proposed policy", next_text, &err);
+	if (!next)
+		return cli_fail("propose: the proposed policy does not load (not applied): %s",
+				err.msg);
+	const char *k;
+	json_t *d;
+	int rc = CLI_OK;
+	json_object_foreach ((json_t *)denials, k, d) {
+		if (json_is_true(json_object_get(d, "planned")) && propose_still_denied(next, d)) {
+			rc = cli_fail("propose: the proposed policy would still deny %s to %s:%lld "
+				      "by %s (not applied)",
+				      json_string_value(json_object_get(d, "method")),
+				      json_string_value(json_object_get(d, "host")),
+				      (long long)json_integer_value(json_object_get(d, "port")),
+				      json_string_value(json_object_get(d, "binary")));
+			break;
+		}
+	}
+	policy_unref(next);
+	return rc;
+}
+
 static bool print_plan(const char *name, const json_t *plan)
 {
 	const json_t *rules = json_object_get(plan, "rules");
@@ -107,6 +145,10 @@ static bool print_plan(const char *name, const json_t *plan)
 	} else {
 		printf("# nothing to propose: no denial a policy change would allow\n");
 	}
+	json_int_t allowed = json_integer_value(json_object_get(plan, "allowed"));
+	if (allowed)
+		printf("# not proposed: %lld denial%s the policy in force allows by now\n",
+		       (long long)allowed, plural(allowed));
 	size_t i;
 	json_t *s;
 	json_array_foreach (json_object_get(plan, "skipped"), i, s) {
@@ -179,7 +221,8 @@ static int print_diff(char *old_text, char *new_text)
 	return 0;
 }
 
-static int apply(struct cli *cli, const char *seg, const char *yaml, const json_t *plan)
+static int apply(struct cli *cli, const char *seg, const char *yaml, const json_t *plan,
+		 const json_t *denials)
 {
 	_cleanup_ytree_ struct ytree *tree = NULL;
 	os_error err = { 0 };
@@ -193,6 +236,8 @@ static int apply(struct cli *cli, const char *seg, const char *yaml, const json_
 	_cleanup_free_ char *new_text = yaml_text(next);
 	if (!old_text || !new_text)
 		return cli_fail("propose: writing the policy as YAML failed");
+	if (check_allows(new_text, denials) != CLI_OK)
+		return CLI_FAIL;
 	_cleanup_json_ json_t *body = json_pack("{s:s}", "policy", new_text);
 	char path[512];
 	snprintf(path, sizeof path, "/v1/sandboxes/%s/policy", seg);
@@ -242,12 +287,16 @@ int cmd_propose(struct cli *cli, int argc, char **argv)
 	snprintf(path, sizeof path, "/v1/sandboxes/%s/logs?audit=1", seg);
 	if (!denials || client_stream_lines(&cli->client, path, on_record, denials, &err) < 0)
 		return cli_fail("%s", err.msg[0] ? err.msg : "out of memory");
-	_cleanup_json_ json_t *plan = propose_plan(denials);
+	const char *yaml = str_or(json_string_value(json_object_get(current, "policy")), "");
+	struct policy_gen *now = compile_text("policy in force", yaml, &err);
+	if (!now)
+		return cli_fail("propose: the policy in force does not load: %s", err.msg);
+	_cleanup_json_ json_t *plan = propose_plan(denials, now);
+	policy_unref(now);
 	if (!plan)
 		return cli_fail("propose: out of memory");
 	bool any = print_plan(name, plan);
 	if (!do_apply || !any)
 		return CLI_OK;
-	const char *yaml = json_string_value(json_object_get(current, "policy"));
-	return apply(cli, seg, yaml ? yaml : "version: 1\n", plan);
+	return apply(cli, seg, yaml, plan, denials);
 }

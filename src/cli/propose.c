@@ -100,7 +100,23 @@ static const char *why_skipped(const char *reason, const json_t *d)
 	return "no policy rule would allow it";
 }
 
-static void plan_one(json_t *plan, json_t *index, const json_t *d)
+bool propose_still_denied(const struct policy_gen *g, const json_t *d)
+{
+	const char *host = get_s(d, "host"), *bin = get_s(d, "binary");
+	const char *method = get_s(d, "method"), *path = get_s(d, "path");
+	json_int_t port = json_integer_value(json_object_get(d, "port"));
+	if (!host || !bin || port < 1 || port > 65535)
+		return true;
+	struct policy_decision l4, l7;
+	const char *chain[] = { bin };
+	policy_decide_connect(g, host, (uint16_t)port, chain, 1, &l4);
+	if (l4.verdict != POLICY_ALLOW || !method || !path)
+		return l4.verdict != POLICY_ALLOW;
+	policy_decide_request(g, l4.endpoint, method, path, NULL, 0, &l7);
+	return l7.verdict == POLICY_DENY;
+}
+
+static void plan_one(json_t *plan, json_t *index, json_t *d)
 {
 	const char *reason = get_s(d, "reason") ? get_s(d, "reason") : "-";
 	const char *host = get_s(d, "host"), *method = get_s(d, "method"), *path = get_s(d, "path");
@@ -109,6 +125,7 @@ static void plan_one(json_t *plan, json_t *index, const json_t *d)
 	char key[4200];
 	if (!strcmp(reason, "no_matching_rule") && policy && host && port && method && path &&
 	    !strchr(path, '*')) {
+		json_object_set_new(d, "planned", json_true());
 		snprintf(key, sizeof key, "r\n%s\n%s\n%lld\n%s\n%s", policy, host, (long long)port,
 			 method, path);
 		bump(entry(index, json_object_get(plan, "rules"), key,
@@ -122,6 +139,7 @@ static void plan_one(json_t *plan, json_t *index, const json_t *d)
 		for (int i = 0; i < n && i < (int)sizeof name - 1; i++)
 			if (!isalnum((unsigned char)name[i]))
 				name[i] = '_';
+		json_object_set_new(d, "planned", json_true());
 		snprintf(key, sizeof key, "p\n%s\n%lld", host, (long long)port);
 		bump(entry(index, json_object_get(plan, "policies"), key,
 			   json_pack("{s:s, s:s, s:I, s:s}", "name", name, "host", host, "port",
@@ -140,16 +158,25 @@ static void plan_one(json_t *plan, json_t *index, const json_t *d)
 	}
 }
 
-json_t *propose_plan(const json_t *denials)
+json_t *propose_plan(json_t *denials, const struct policy_gen *g)
 {
-	json_t *plan = json_pack("{s:[], s:[], s:[]}", "rules", "policies", "skipped");
+	json_t *plan =
+		json_pack("{s:[], s:[], s:[], s:i}", "rules", "policies", "skipped", "allowed", 0);
 	_cleanup_json_ json_t *idx = json_object();
 	const char *k;
 	json_t *d;
 	if (!plan || !idx)
 		return json_decref(plan), NULL;
-	json_object_foreach ((json_t *)denials, k, d)
+	json_object_foreach (denials, k, d) {
+		if (g && !propose_still_denied(g, d)) {
+			json_int_t n = json_integer_value(json_object_get(plan, "allowed"));
+			json_object_set_new(
+				plan, "allowed",
+				json_integer(n + json_integer_value(json_object_get(d, "count"))));
+			continue;
+		}
 		plan_one(plan, idx, d);
+	}
 	return plan;
 }
 

@@ -13,15 +13,22 @@
 #include <stdbool.h>
 
 #include "error.h"
+#include "policy.h"
 #include "yamltree.h"
 
 /* Adds one audit record: counted when it is a deny. */
 void propose_add(json_t *denials, const json_t *rec);
 
-/* What the denials call for: {"rules": [{policy, host, port, method, path,
- * count, binaries, reason}], "policies": [{name, host, port, binaries,
- * count, reason}], "skipped": [{reason, why, count, what}]}. */
-json_t *propose_plan(const json_t *denials);
+/* Whether policy g still denies what denial d (an entry of the denials)
+ * asked for: the caller's binary to host:port, then method and path. */
+bool propose_still_denied(const struct policy_gen *g, const json_t *d);
+
+/* What the denials that g (the policy in force) still denies call for:
+ * {"rules": [{policy, host, port, method, path, count, binaries, reason}],
+ * "policies": [{name, host, port, binaries, count, reason}], "skipped":
+ * [{reason, why, count, what}], "allowed": N (denials g allows by now)}.
+ * Each denial a rule or policy covers is marked "planned". */
+json_t *propose_plan(json_t *denials, const struct policy_gen *g);
 
 /* Applies plan to policy (a tree from propose_yaml_json); -1 with err when an
  * endpoint the plan names is no longer there. */

@@ -98,6 +98,15 @@ def test_apply_shows_the_diff_and_then_the_denied_requests_succeed(box):
     for args in OTHERS:
         assert status(box, *args) == "403", args
     assert status(box, "http://upstream.test/read") == "200"  # reads still allowed
+    # Proposed again: the old denials are allowed by now and not proposed twice;
+    # the new ones (made after the apply) are.
+    wait_for(lambda: "items/3" in box.cli("-o", "json", "sandbox", "logs", "box",
+                                          "--audit").stdout, 15, what="the new denials")
+    again = box.cli("policy", "propose", "box", check=0).stdout
+    assert "# not proposed: 4 denials the policy in force allows by now" in again, again
+    assert '{ method: "POST", path: "/items/1" }' not in again, again
+    assert "proposed_198_51_100_10_8000" not in again, again
+    assert '- allow: { method: "POST", path: "/items/3" }' in again, again
 
 
 def test_nothing_to_propose_and_bad_input(box):
