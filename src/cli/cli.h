@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "client.h"
@@ -59,10 +60,17 @@ json_t *cli_create_call(struct cli *cli, json_t *body, bool *created);
 int cli_segment(char *out, size_t cap, const char *name);
 
 int cmd_sandbox(struct cli *cli, int argc, char **argv);
+/* cmd_logs.c: sandbox logs. */
+int cmd_logs(struct cli *cli, int argc, char **argv);
 /* cmd_exec.c: sandbox exec / sandbox connect. */
 int cmd_exec(struct cli *cli, int argc, char **argv);
 int cmd_connect(struct cli *cli, int argc, char **argv);
 int cmd_policy(struct cli *cli, int argc, char **argv);
+/* Polls revision rev of the policies at path until it is no longer pending:
+ * CLI_OK loaded, CLI_FAIL failed, CLI_TIMEOUT after timeout_s. */
+int cli_wait_revision(struct cli *cli, const char *path, json_int_t rev, uint64_t timeout_s);
+/* cmd_propose.c: policy propose. */
+int cmd_propose(struct cli *cli, int argc, char **argv);
 int cmd_provider(struct cli *cli, int argc, char **argv);
 int cmd_inference(struct cli *cli, int argc, char **argv);
 int cmd_gateway(struct cli *cli, int argc, char **argv);

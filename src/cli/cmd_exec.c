@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -33,13 +35,36 @@ static void on_winch(int sig)
 	winch = 1;
 }
 
-/* Sends the request; returns 0 on 101 (rest holds early frames), or prints
- * the gateway's JSON error and returns the CLI's exit code. */
+/* Reads until the end of the response head (and whatever follows it). */
+static int read_head(struct tls_stream *s, struct buf *rest, const char **end, os_error *err)
+{
+	char chunk[16384]; /* a whole TLS record, so none stays pending */
+	os_error why = { 0 };
+	*end = NULL;
+	while (!*end) {
+		ssize_t r = tls_stream_read(s, chunk, sizeof chunk, &why);
+		if (r < 0 && (why.code == EINTR || why.code == EAGAIN))
+			continue;
+		if (r < 0) /* a TLS alert (no or a refused client certificate) lands here */
+			return os_error_set(err, EPROTO, "exec: %s", why.msg);
+		if (r == 0 || buf_append(rest, chunk, (size_t)r, NULL) < 0)
+			break;
+		*end = memmem(rest->data, rest->len, "\r\n\r\n", 4);
+	}
+	if (!*end)
+		return os_error_set(err, EPROTO,
+				    "exec: the gateway closed the connection without an answer");
+	return 0;
+}
+
+/* Sends the request; returns 0 on 101 (rest holds early frames), else -1
+ * with the gateway's message in err: EAGAIN when it said not_ready (the
+ * sandbox has no live supervisor session right now). */
 static int upgrade(struct tls_stream *s, const struct client *c, const char *name, const char *body,
-		   struct buf *rest)
+		   struct buf *rest, os_error *err)
 {
 	char head[1024];
-	os_error err = { 0 };
+	os_error why = { 0 };
 	int n = snprintf(head, sizeof head,
 			 "POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: openshell\r\n"
 			 "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
@@ -47,32 +72,22 @@ static int upgrade(struct tls_stream *s, const struct client *c, const char *nam
 			 "\r\nConnection: Upgrade\r\n\r\n",
 			 name, c->token, strlen(body));
 	if (n < 0 || (size_t)n >= sizeof head ||
-	    tls_stream_write_all(s, head, (size_t)n, &err) < 0 ||
-	    tls_stream_write_all(s, body, strlen(body), &err) < 0)
-		return cli_fail("exec: sending the request to the gateway failed%s%s",
-				err.msg[0] ? ": " : "", err.msg);
-	char chunk[16384]; /* a whole TLS record, so none stays pending */
-	const char *end = NULL;
-	while (!end) {
-		ssize_t r = tls_stream_read(s, chunk, sizeof chunk, &err);
-		if (r < 0 && (err.code == EINTR || err.code == EAGAIN))
-			continue;
-		if (r < 0) /* a TLS alert (no or a refused client certificate) lands here */
-			return cli_fail("exec: %s", err.msg);
-		if (r == 0 || buf_append(rest, chunk, (size_t)r, NULL) < 0)
-			break;
-		end = memmem(rest->data, rest->len, "\r\n\r\n", 4);
-	}
-	if (!end)
-		return cli_fail("exec: the gateway closed the connection without an answer");
+	    tls_stream_write_all(s, head, (size_t)n, &why) < 0 ||
+	    tls_stream_write_all(s, body, strlen(body), &why) < 0)
+		return os_error_set(err, EIO, "exec: sending the request to the gateway failed%s%s",
+				    why.msg[0] ? ": " : "", why.msg);
+	const char *end;
+	if (read_head(s, rest, &end, err) < 0)
+		return -1;
 	if (rest->len >= 12 && !strncmp(rest->data, "HTTP/1.1 101", 12)) {
 		buf_consume(rest, (size_t)(end + 4 - rest->data));
 		return 0;
 	}
 	/* An error answer: its JSON body says what went wrong. */
+	char chunk[16384];
 	while (1) {
-		ssize_t r = tls_stream_read(s, chunk, sizeof chunk, &err);
-		if (r < 0 && (err.code == EINTR || err.code == EAGAIN))
+		ssize_t r = tls_stream_read(s, chunk, sizeof chunk, &why);
+		if (r < 0 && (why.code == EINTR || why.code == EAGAIN))
 			continue;
 		if (r <= 0 || buf_append(rest, chunk, (size_t)r, NULL) < 0)
 			break;
@@ -81,7 +96,9 @@ static int upgrade(struct tls_stream *s, const struct client *c, const char *nam
 	_cleanup_json_ json_t *j =
 		json_loadb(end + 4, rest->len - (size_t)(end + 4 - rest->data), 0, NULL);
 	const char *msg = json_string_value(json_object_get(j, "message"));
-	return cli_fail("%s", msg ? msg : "exec refused by the gateway");
+	const char *code = json_string_value(json_object_get(j, "error"));
+	return os_error_set(err, code && !strcmp(code, "not_ready") ? EAGAIN : EPERM, "%s",
+			    msg ? msg : "exec refused by the gateway");
 }
 
 struct term {
@@ -125,8 +142,28 @@ static int send_frame(struct tls_stream *s, uint8_t type, const void *p, size_t 
 	return rc;
 }
 
+/* What the pump ends with besides an exit code: a message to print once the
+ * terminal is back to normal (in raw mode a newline does not return the
+ * cursor), and whether the connection was lost before the exit status. */
+struct pump_end {
+	os_error err;
+	bool lost;
+	bool mid_line; /* the last byte written to the terminal was not a newline */
+};
+
+static int pump_fail(struct pump_end *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int pump_fail(struct pump_end *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->err.msg, sizeof e->err.msg, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
 /* Handles the frames in in; returns -1 to go on, else the exit code. */
-static int take_frames(struct buf *in)
+static int take_frames(struct buf *in, struct pump_end *e)
 {
 	struct execframe f;
 	long n;
@@ -138,31 +175,43 @@ static int take_frames(struct buf *in)
 		case EXECFRAME_STDERR:
 			fd_write_all(f.type == EXECFRAME_STDOUT ? STDOUT_FILENO : STDERR_FILENO,
 				     f.payload, f.len, NULL);
+			if (f.len)
+				e->mid_line = f.payload[f.len - 1] != '\n';
 			break;
 		case EXECFRAME_EXIT:
 			if (execframe_u32(&f, &code) < 0)
-				return cli_fail("exec: malformed exit frame");
+				return pump_fail(e, CLI_FAIL, "exec: malformed exit frame");
 			return code > 255 ? 255 : (int)code;
 		case EXECFRAME_ERROR:
-			fprintf(stderr, "openshell: %.*s\n", (int)f.len, (const char *)f.payload);
-			return EXIT_NOT_STARTED;
+			return pump_fail(e, EXIT_NOT_STARTED, "%.*s", (int)f.len,
+					 (const char *)f.payload);
 		default:
-			return cli_fail("exec: unexpected frame '%c' from the sandbox", f.type);
+			return pump_fail(e, CLI_FAIL,
+					 "exec: unexpected frame '%c' from the sandbox", f.type);
 		}
 		buf_consume(in, (size_t)n);
 	}
 	if (n < 0)
-		return cli_fail("%s", err.msg);
+		return pump_fail(e, CLI_FAIL, "%s", err.msg);
 	return -1;
 }
 
-static int pump(struct tls_stream *s, struct buf *in, bool tty)
+static int lost(struct pump_end *e, const char *detail)
+{
+	e->lost = true;
+	return pump_fail(e, CLI_FAIL,
+			 "exec: the connection to the sandbox was lost before the command's "
+			 "exit status arrived%s%s",
+			 detail[0] ? ": " : "", detail);
+}
+
+static int pump(struct tls_stream *s, struct buf *in, bool tty, struct pump_end *e)
 {
 	os_error err = { 0 };
 	bool stdin_open = true;
 	char chunk[65536];
 	for (;;) {
-		int code = take_frames(in);
+		int code = take_frames(in, e);
 		if (code >= 0)
 			return code;
 		if (winch && tty) {
@@ -182,14 +231,14 @@ static int pump(struct tls_stream *s, struct buf *in, bool tty)
 		if (poll(pf, 2, pending ? 0 : -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			return cli_fail("exec: poll: %s", strerror(errno));
+			return pump_fail(e, CLI_FAIL, "exec: poll: %s", strerror(errno));
 		}
 		if (pf[1].revents) {
 			ssize_t r = read(STDIN_FILENO, chunk, sizeof chunk);
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r > 0 && send_frame(s, EXECFRAME_STDIN, chunk, (size_t)r) < 0)
-				return cli_fail("exec: the connection to the sandbox was lost");
+				return lost(e, "");
 			if (r <= 0) {
 				stdin_open = false;
 				send_frame(s, EXECFRAME_STDIN_EOF, NULL, 0);
@@ -200,19 +249,163 @@ static int pump(struct tls_stream *s, struct buf *in, bool tty)
 			if (r < 0 && (err.code == EINTR || err.code == EAGAIN))
 				continue;
 			if (r <= 0)
-				return cli_fail("exec: the connection to the sandbox was lost "
-						"before the command's exit status arrived%s%s",
-						r < 0 ? ": " : "", r < 0 ? err.msg : "");
+				return lost(e, r < 0 ? err.msg : "");
 			if (buf_append(in, chunk, (size_t)r, NULL) < 0)
-				return cli_fail("exec: frame over the size limit");
+				return pump_fail(e, CLI_FAIL, "exec: frame over the size limit");
 		}
 	}
+}
+
+/* After a lost connection or a command killed by a signal: what became of
+ * the sandbox, in words, or NULL when it still runs (the message about the
+ * connection, or the status alone, then stands). */
+static const char *what_happened(struct cli *cli, const char *name, const char *seg, bool lost,
+				 char *out, size_t cap)
+{
+	char path[512];
+	long status = 0;
+	os_error err = { 0 };
+	_cleanup_json_ json_t *row = NULL;
+	snprintf(path, sizeof path, "/v1/sandboxes/%s", seg);
+	if (client_call(&cli->client, "GET", path, NULL, &status, &row, &err) < 0) {
+		if (!lost)
+			return NULL;
+		snprintf(out, cap, "lost the gateway at %s: %s", cli->client.url, err.msg);
+		return out;
+	}
+	const char *phase = str_or(json_string_value(json_object_get(row, "phase")), "");
+	if (status == 404 || !strcmp(phase, "Deleting"))
+		snprintf(out, cap, "sandbox %s was deleted while this session ran", name);
+	else if (!strcmp(phase, "Stopping") || !strcmp(phase, "Stopped"))
+		snprintf(out, cap, "sandbox %s was stopped while this session ran", name);
+	else if (!strcmp(phase, "Error") || !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))
+		snprintf(out, cap, "sandbox %s ended (%s: %s) while this session ran", name, phase,
+			 str_or(json_string_value(json_object_get(row, "message")), ""));
+	else
+		return NULL;
+	return out;
+}
+
+/* How long exec waits for a sandbox whose supervisor session is not live
+ * yet: after a gateway restart a running supervisor redials within its
+ * backoff cap (3 s), and a sandbox just created is still coming up. */
+#define SESSION_WAIT_S 60
+#define SESSION_POLL_MS 200
+
+/* Dials the gateway (starting a local one when none answers) and asks for
+ * the upgrade; 0 with s open and in holding early frames, else -1 with err
+ * (EAGAIN: not ready). On -1 nothing stays open. */
+static int open_exec(struct cli *cli, const char *seg, const char *body, struct tls_stream *s,
+		     struct buf *in, os_error *err)
+{
+	/* Straight to the gateway: a health call first would cost a round trip
+	 * on every exec. Only when nothing answers is a local one started. */
+	char host[256] = "";
+	int fd = gw_dial(&cli->client, host, sizeof host, err);
+	if (fd < 0) {
+		os_error first = *err;
+		if (client_ensure(&cli->client, err) < 0) {
+			if (err->code == ECONNREFUSED)
+				*err = first;
+			return -1;
+		}
+		fd = gw_dial(&cli->client, host, sizeof host, err);
+	}
+	if (fd < 0)
+		return -1;
+	*s = (struct tls_stream){ .fd = fd };
+	if (str_has_prefix(cli->client.url, "https://") &&
+	    tls_stream_start(s, fd, &cli->client.tls, host, err) < 0) {
+		close(fd);
+		s->fd = -1;
+		return -1;
+	}
+	if (upgrade(s, &cli->client, seg, body, in, err) < 0) {
+		tls_stream_end(s);
+		close(s->fd);
+		s->fd = -1;
+		buf_reset(in);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether a not_ready sandbox is worth waiting for: one whose phase says it
+ * runs or is coming up (its session is back within seconds), not one that
+ * stopped, ended or is going away. */
+static bool session_coming(struct cli *cli, const char *seg, char *phase, size_t cap)
+{
+	char path[512];
+	long status = 0;
+	os_error err = { 0 };
+	_cleanup_json_ json_t *row = NULL;
+	snprintf(path, sizeof path, "/v1/sandboxes/%s", seg);
+	if (client_call(&cli->client, "GET", path, NULL, &status, &row, &err) < 0 || status != 200)
+		return false;
+	const char *p = str_or(json_string_value(json_object_get(row, "phase")), "");
+	snprintf(phase, cap, "%s", p);
+	return !strcmp(p, "Provisioning") || !strcmp(p, "Starting") || !strcmp(p, "Ready");
+}
+
+/* open_exec, waiting (bounded, with a progress line) while the gateway says
+ * not_ready for a sandbox whose session is coming back. */
+static int open_exec_waiting(struct cli *cli, const char *name, const char *seg, const char *body,
+			     struct tls_stream *s, struct buf *in)
+{
+	os_error err = { 0 };
+	bool said = false;
+	char phase[64] = "";
+	for (int i = 0; i <= SESSION_WAIT_S * 1000 / SESSION_POLL_MS; i++) {
+		if (open_exec(cli, seg, body, s, in, &err) == 0) {
+			if (said && isatty(STDERR_FILENO))
+				fprintf(stderr, "\r\033[K");
+			return 0;
+		}
+		if (err.code != EAGAIN || !session_coming(cli, seg, phase, sizeof phase))
+			break;
+		if (!said || isatty(STDERR_FILENO))
+			fprintf(stderr,
+				"%sopenshell: waiting for sandbox %s's supervisor session (%s)%s",
+				isatty(STDERR_FILENO) ? "\r\033[K" : "", name, phase,
+				isatty(STDERR_FILENO) ? "" : "\n");
+		said = true;
+		nanosleep(&(struct timespec){ .tv_nsec = SESSION_POLL_MS * 1000L * 1000L }, NULL);
+	}
+	if (said && isatty(STDERR_FILENO))
+		fprintf(stderr, "\n");
+	if (err.code == EAGAIN && said)
+		return cli_fail("%s (waited %d s)", err.msg, SESSION_WAIT_S);
+	return cli_fail("%s", err.msg);
+}
+
+/* Says how the session ended when the status alone would not, then
+ * returns rc. */
+static int report_end(struct cli *cli, const char *name, const char *seg, bool tty,
+		      const struct pump_end *e, int rc)
+{
+	char why[OS_ERROR_MSG_MAX + 600];
+	/* A command killed by a signal may have died with its sandbox
+	 * (deleted, stopped): the status alone would not say so. */
+	if (!e->err.msg[0] && rc > 128) {
+		const char *msg = what_happened(cli, name, seg, false, why, sizeof why);
+		if (msg)
+			fprintf(stderr, "%sopenshell: %s\n", tty && e->mid_line ? "\n" : "", msg);
+		return rc;
+	}
+	if (!e->err.msg[0])
+		return rc;
+	/* A terminal session's last output line may be unfinished: the
+	 * message starts on a line of its own. */
+	if (tty && e->mid_line)
+		fputc('\n', stderr);
+	const char *msg = e->lost ? what_happened(cli, name, seg, true, why, sizeof why) : NULL;
+	fprintf(stderr, "openshell: %s\n", msg ? msg : e->err.msg);
+	return rc;
 }
 
 static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty)
 {
 	char seg[256];
-	os_error err = { 0 };
 	if (cli_segment(seg, sizeof seg, name) < 0)
 		return CLI_USAGE;
 	uint16_t rows = 0, cols = 0;
@@ -220,30 +413,19 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 		win_size(&rows, &cols);
 	_cleanup_json_ json_t *body = json_pack("{s:O, s:b, s:i, s:i}", "command", command, "tty",
 						tty, "rows", rows, "cols", cols);
+	/* With a tty the command draws for this terminal: its TERM goes along
+	 * (one the gateway would refuse is left out rather than failing). */
+	const char *term = getenv("TERM");
+	if (body && tty && execframe_term_ok(term))
+		json_object_set_new(body, "term", json_string(term));
 	_cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	if (!text)
 		return cli_fail("exec: out of memory");
-	char host[256] = "";
-	/* Straight to the gateway: a health call first would cost a round trip
-	 * on every exec. Only when nothing answers is a local one started. */
-	_cleanup_close_ int fd = gw_dial(&cli->client, host, sizeof host, &err);
-	if (fd < 0) {
-		os_error first = err;
-		if (client_ensure(&cli->client, &err) < 0)
-			return cli_fail("%s", err.code == ECONNREFUSED ? first.msg : err.msg);
-		fd = gw_dial(&cli->client, host, sizeof host, &err);
-	}
-	if (fd < 0)
-		return cli_fail("%s", err.msg);
-	struct tls_stream s = { .fd = fd };
-	if (str_has_prefix(cli->client.url, "https://") &&
-	    tls_stream_start(&s, fd, &cli->client.tls, host, &err) < 0)
-		return cli_fail("exec: %s", err.msg);
+	struct tls_stream s = { .fd = -1 };
 	struct buf in;
 	buf_init(&in, EXECFRAME_MAX_PAYLOAD + HEAD_MAX);
-	int rc = upgrade(&s, &cli->client, seg, text, &in);
+	int rc = open_exec_waiting(cli, name, seg, text, &s, &in);
 	if (rc != 0) {
-		tls_stream_end(&s);
 		buf_free(&in);
 		return rc;
 	}
@@ -253,11 +435,13 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 		term_raw(&t);
 	}
 	signal(SIGPIPE, SIG_IGN);
-	rc = pump(&s, &in, tty);
+	struct pump_end e = { 0 };
+	rc = pump(&s, &in, tty, &e);
 	tls_stream_end(&s);
+	close(s.fd);
 	term_restore(&t);
 	buf_free(&in);
-	return rc;
+	return report_end(cli, name, seg, tty, &e, rc);
 }
 
 int cmd_exec(struct cli *cli, int argc, char **argv)

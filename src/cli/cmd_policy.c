@@ -48,8 +48,7 @@ static int validate_one(const char *path, bool strict)
 	return 1;
 }
 
-/* Polls the latest revision until it is no longer pending. */
-static int wait_revision(struct cli *cli, const char *path, json_int_t rev, uint64_t timeout_s)
+int cli_wait_revision(struct cli *cli, const char *path, json_int_t rev, uint64_t timeout_s)
 {
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -124,7 +123,7 @@ static int set(struct cli *cli, int argc, char **argv)
 		return CLI_OK;
 	}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/policies", seg);
-	return wait_revision(cli, path, rev, timeout);
+	return cli_wait_revision(cli, path, rev, timeout);
 }
 
 int cmd_policy(struct cli *cli, int argc, char **argv)
@@ -152,8 +151,10 @@ int cmd_policy(struct cli *cli, int argc, char **argv)
 	}
 	if (!strcmp(sub, "set"))
 		return set(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "propose"))
+		return cmd_propose(cli, argc - 1, argv + 1);
 	if ((strcmp(sub, "get") != 0 && strcmp(sub, "list") != 0) || argc != 2)
-		return cli_usage("usage: openshell policy set|get|list|validate ...");
+		return cli_usage("usage: openshell policy set|get|list|propose|validate ...");
 	if (cli_segment(seg, sizeof(seg), argv[1]) < 0)
 		return CLI_USAGE;
 	bool get = !strcmp(sub, "get");

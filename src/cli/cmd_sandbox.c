@@ -255,36 +255,17 @@ static int get(struct cli *cli, const char *name)
 	return CLI_OK;
 }
 
-static int logs(struct cli *cli, int argc, char **argv)
+/* The phase as a table shows it: a sandbox that lost its supervisor session
+ * says so beside Provisioning (-o json keeps the API's fields). */
+static void phase_shown(json_t *sb)
 {
-	const char *name = NULL;
-	bool follow = false, audit = false;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f"))
-			follow = true;
-		else if (!strcmp(argv[i], "--audit"))
-			audit = true;
-		else if (!name)
-			name = argv[i];
-		else
-			return cli_usage("sandbox logs: unexpected %s", argv[i]);
-	}
-	char seg[256], path[512];
-	os_error err = { 0 };
-	if (!name)
-		return cli_usage("sandbox logs NAME [--follow] [--audit]");
-	if (cli_segment(seg, sizeof(seg), name) < 0)
-		return CLI_USAGE;
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s", seg);
-	long status = 0;
-	_cleanup_json_ json_t *row = cli_api(cli, "GET", path, NULL, &status);
-	if (!row)
-		return CLI_FAIL;
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs%s%s%s", seg, follow || audit ? "?" : "",
-		 follow ? "follow=1" : "", audit ? (follow ? "&audit=1" : "audit=1") : "");
-	if (client_stream(&cli->client, path, STDOUT_FILENO, &err) < 0)
-		return cli_fail("%s", err.msg);
-	return CLI_OK;
+	const char *session = json_string_value(json_object_get(sb, "session"));
+	const char *phase = json_string_value(json_object_get(sb, "phase"));
+	if (!session || !phase)
+		return;
+	char text[96];
+	snprintf(text, sizeof text, "%s (session %s)", phase, session);
+	json_object_set_new(sb, "phase", json_string(text));
 }
 
 /* One watch event as a table row (EVENT NAME PHASE MESSAGE) or raw NDJSON. */
@@ -296,7 +277,8 @@ static int print_event(const char *line, size_t len, void *user)
 	} else {
 		_cleanup_json_ json_t *ev = json_loadb(line, len, 0, NULL);
 		const char *type = json_string_value(json_object_get(ev, "type"));
-		const json_t *sb = json_object_get(ev, "sandbox");
+		json_t *sb = json_object_get(ev, "sandbox");
+		phase_shown(sb);
 		const char *name = json_string_value(json_object_get(sb, "name"));
 		const char *phase = json_string_value(json_object_get(sb, "phase"));
 		const char *msg = json_string_value(json_object_get(sb, "message"));
@@ -335,6 +317,11 @@ int cmd_sandbox(struct cli *cli, int argc, char **argv)
 		_cleanup_json_ json_t *out = cli_api(cli, "GET", "/v1/sandboxes", NULL, &status);
 		if (!out)
 			return CLI_FAIL;
+		size_t i;
+		json_t *sb;
+		json_array_foreach (json_object_get(out, "sandboxes"), i, sb)
+			if (!cli->json)
+				phase_shown(sb);
 		cli_table(cli, json_object_get(out, "sandboxes"), list_cols, "sandboxes");
 		return CLI_OK;
 	}
@@ -342,7 +329,7 @@ int cmd_sandbox(struct cli *cli, int argc, char **argv)
 	    (!strcmp(argv[1], "--watch") || !strcmp(argv[1], "-w")))
 		return watch(cli);
 	if (!strcmp(sub, "logs"))
-		return logs(cli, argc - 1, argv + 1);
+		return cmd_logs(cli, argc - 1, argv + 1);
 	if (!strcmp(sub, "exec"))
 		return cmd_exec(cli, argc - 1, argv + 1);
 	if (!strcmp(sub, "connect"))

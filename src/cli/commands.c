@@ -41,10 +41,11 @@ static const struct cli_command commands[] = {
 	{ "sandbox", "stop", "NAME", "stop it (the workspace is kept)", NOFLAGS, false },
 	{ "sandbox", "start", "NAME", "start a stopped or finished sandbox again", NOFLAGS, false },
 	{ "sandbox", "delete", "NAME", "delete it and its workspace", NOFLAGS, false },
-	{ "sandbox", "logs", "NAME [--follow] [--audit]",
+	{ "sandbox", "logs", "NAME [--follow] [--since DURATION|TIME] [--audit]",
 	  "the supervisor's and the agent's output; --audit: the supervisor's decision records "
-	  "(JSON lines)",
-	  FLAGS({ "--follow", 'f', false }, { "--audit", 0, false }), false },
+	  "(a table; -o json: the JSON lines); --since 10m or 2026-12-02T01:30:00Z: only newer",
+	  FLAGS({ "--follow", 'f', false }, { "--since", 0, true }, { "--audit", 0, false }),
+	  false },
 	{ "sandbox", "exec", "[-i] [-t] NAME [--] CMD [ARG...]",
 	  "run CMD inside, confined like the agent (exits with CMD's status); stdin is "
 	  "forwarded, -t gives it a terminal",
@@ -55,6 +56,10 @@ static const struct cli_command commands[] = {
 	  FLAGS({ "--policy", 0, true }, { "--wait", 0, false }, { "--timeout", 0, true }), false },
 	{ "policy", "get", "NAME", "the policy revision in force", NOFLAGS, false },
 	{ "policy", "list", "NAME", "every revision with its status", NOFLAGS, false },
+	{ "policy", "propose", "NAME [--apply]",
+	  "the smallest policy change that allows the sandbox's denials (YAML, each rule "
+	  "commented with the denials it covers); --apply shows the diff and loads it",
+	  FLAGS({ "--apply", 0, false }), false },
 	{ "policy", "validate", "[--strict] FILE...", "check policy files (offline)",
 	  FLAGS({ "--strict", 0, false }), false },
 	{ "provider", "create", "--name N --credential KEY[=VALUE]... [--endpoint HOST:PORT]...",

@@ -1,6 +1,6 @@
 /* api_exec.c - the two HTTP ends of `sandbox exec` (docs/exec.md):
  *   POST /v1/sandboxes/NAME/exec   (admin; Upgrade: openshell-exec)
- *        {"command": [...], "tty": B, "rows": N, "cols": N}
+ *        {"command": [...], "tty": B, "rows": N, "cols": N, "term": T}
  *        -> the request goes to the sandbox's supervisor on its session,
  *           and this connection waits for the relay (exec.c);
  *   POST /v1/supervisor/sandboxes/ID/exec/EXEC_ID   (that sandbox's token)
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "execframe.h"
 #include "gateway.h"
 #include "json.h"
 #include "log.h"
@@ -42,7 +43,7 @@ static int check_command(const json_t *cmd, struct api_response *resp)
 bool api_exec_route(struct gateway *gw, const struct api_request *req, const json_t *row,
 		    struct api_response *resp)
 {
-	static const char *const keys[] = { "command", "tty", "rows", "cols", NULL };
+	static const char *const keys[] = { "command", "tty", "rows", "cols", "term", NULL };
 	const char *id = json_string_value(json_object_get(row, "id"));
 	const char *name = json_string_value(json_object_get(row, "name"));
 	const char *phase = json_string_value(json_object_get(row, "phase"));
@@ -58,13 +59,24 @@ bool api_exec_route(struct gateway *gw, const struct api_request *req, const jso
 		return true;
 	bool tty = false;
 	int64_t rows = 0, cols = 0;
+	const char *term = NULL;
 	os_error err = { 0 };
 	if (check_command(json_object_get(body, "command"), resp) < 0)
 		return true;
 	if (json_get_bool(body, "tty", false, &tty, &err) < 0 ||
 	    json_get_int(body, "rows", false, 0, 65535, &rows, &err) < 0 ||
-	    json_get_int(body, "cols", false, 0, 65535, &cols, &err) < 0)
+	    json_get_int(body, "cols", false, 0, 65535, &cols, &err) < 0 ||
+	    json_get_string(body, "term", false, &term, &err) < 0)
 		return api_error(resp, 400, "invalid_argument", "%s", err.msg), true;
+	if (term && !tty)
+		return api_error(resp, 400, "invalid_argument", "term: only with \"tty\": true"),
+		       true;
+	if (term && !execframe_term_ok(term))
+		return api_error(resp, 400, "invalid_argument",
+				 "term: expected a terminal type of 1..%d characters of "
+				 "[A-Za-z0-9.+_-]",
+				 EXECFRAME_TERM_MAX),
+		       true;
 	if (!phase || strcmp(phase, "Ready") != 0 || !sessions_live(gw, id))
 		return api_error(resp, 409, "not_ready",
 				 "sandbox %s is %s: exec needs a Ready sandbox with a live "
@@ -80,6 +92,8 @@ bool api_exec_route(struct gateway *gw, const struct api_request *req, const jso
 		json_pack("{s:s, s:s, s:O, s:b, s:I, s:I}", "type", "exec", "id", token, "argv",
 			  json_object_get(body, "command"), "tty", tty, "rows", (json_int_t)rows,
 			  "cols", (json_int_t)cols);
+	if (msg && term)
+		json_object_set_new(msg, "term", json_string(term));
 	if (!msg || !sessions_push(gw, id, msg))
 		return api_error(resp, 409, "not_ready",
 				 "sandbox %s: its supervisor session closed; try again", name),

@@ -22,15 +22,18 @@
 json_t *api_sandbox_view(const json_t *row)
 {
 	const json_t *rec = json_object_get(row, "record");
-	return json_pack("{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O*, s:O*, s:O*}", "id",
-			 json_object_get(row, "id"), "name", json_object_get(row, "name"), "phase",
-			 json_object_get(row, "phase"), "message", json_object_get(row, "message"),
-			 "exit_code", json_object_get(row, "exit_code"), "resource_version",
-			 json_object_get(row, "resource_version"), "created_at",
-			 json_object_get(row, "created_at"), "providers",
-			 json_object_get(row, "providers"), "driver",
-			 json_object_get(rec, "driver"), "spec", json_object_get(rec, "spec"),
-			 "placement", json_object_get(rec, "placement"));
+	json_t *v = json_pack(
+		"{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O*, s:O*, s:O*}", "id",
+		json_object_get(row, "id"), "name", json_object_get(row, "name"), "phase",
+		json_object_get(row, "phase"), "message", json_object_get(row, "message"),
+		"exit_code", json_object_get(row, "exit_code"), "resource_version",
+		json_object_get(row, "resource_version"), "created_at",
+		json_object_get(row, "created_at"), "providers", json_object_get(row, "providers"),
+		"driver", json_object_get(rec, "driver"), "spec", json_object_get(rec, "spec"),
+		"placement", json_object_get(rec, "placement"));
+	if (v && lifecycle_session_lost(row))
+		json_object_set_new(v, "session", json_string("lost"));
+	return v;
 }
 
 /* The view, with what could not be saved as its message while that lasts

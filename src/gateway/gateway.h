@@ -122,6 +122,11 @@ void lifecycle_drive_one(struct gateway *gw, const char *id);
 bool lifecycle_running(struct gateway *gw, const char *id);
 /* Stopped, Error, or the agent's own end: Succeeded (exit 0) / Failed. */
 bool lifecycle_phase_ended(const char *phase);
+/* A Ready sandbox whose supervisor session went away (the supervisor froze
+ * or died, the gateway restarted): Provisioning with this message, and the
+ * API's view says "session": "lost", until the supervisor redials. */
+#define LIFECYCLE_SESSION_LOST "supervisor session lost: waiting for it to reconnect"
+bool lifecycle_session_lost(const json_t *row);
 /* Material (policy, credentials, inference, token) handed to the driver. */
 int lifecycle_configure(struct gateway *gw, json_t *row, const char *policy_yaml, const char *token,
 			os_error *err);

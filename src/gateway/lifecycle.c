@@ -134,6 +134,14 @@ bool lifecycle_phase_ended(const char *phase)
 	       !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed");
 }
 
+bool lifecycle_session_lost(const json_t *row)
+{
+	/* The message is the stored fact: only drive_session writes it, and
+	 * the next phase change replaces it. */
+	return !strcmp(str(row, "phase"), "Provisioning") &&
+	       !strcmp(str(row, "message"), LIFECYCLE_SESSION_LOST);
+}
+
 bool lifecycle_running(struct gateway *gw, const char *id)
 {
 	_cleanup_json_ json_t *row = NULL;
@@ -203,7 +211,7 @@ static void drive_session(struct gateway *gw, json_t *row)
 		save(gw, row, NULL);
 	} else if (!live && ready) {
 		log_warn("sandbox %s: supervisor session lost", str(row, "name"));
-		set(row, "Provisioning", "supervisor session lost: waiting for it to reconnect");
+		set(row, "Provisioning", LIFECYCLE_SESSION_LOST);
 		save(gw, row, NULL);
 	} else if (!live && !strcmp(str(row, "message"), "")) {
 		/* Say what Ready still waits for (once: a save bumps the version). */

@@ -83,3 +83,11 @@ int execframe_resize(const struct execframe *f, uint16_t *rows, uint16_t *cols)
 	*cols = (uint16_t)(f->payload[2] << 8 | f->payload[3]);
 	return 0;
 }
+
+bool execframe_term_ok(const char *term)
+{
+	size_t n = term ? strlen(term) : 0;
+	return n >= 1 && n <= EXECFRAME_TERM_MAX &&
+	       strspn(term, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.+_-") ==
+		       n;
+}

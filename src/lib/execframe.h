@@ -6,6 +6,7 @@
 #ifndef OS_EXECFRAME_H
 #define OS_EXECFRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,12 @@ int execframe_put_resize(struct buf *b, uint16_t rows, uint16_t cols, os_error *
  * 0 when more bytes are needed, or -1 (err set) for an unknown type or an
  * oversize length: the stream cannot be trusted past that point. */
 long execframe_take(const uint8_t *data, size_t len, struct execframe *f, os_error *err);
+
+/* A terminal type the client's TERM may carry into an exec with a tty (a
+ * terminfo name: 1..EXECFRAME_TERM_MAX of [A-Za-z0-9.+_-]); the gateway and
+ * the supervisor both check it, so nothing else reaches the environment. */
+#define EXECFRAME_TERM_MAX 64
+bool execframe_term_ok(const char *term);
 
 /* Payload helpers: -1 when the length is wrong for the type. */
 int execframe_u32(const struct execframe *f, uint32_t *v);

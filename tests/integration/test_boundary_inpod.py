@@ -118,12 +118,19 @@ def test_bypass_records_name_sandbox_proto_dst_port_uid_pid_binary(canary, super
     assert tcp and udp, recs
     for rec in tcp + udp:
         assert rec["sandbox"] == "bt-audit" and rec["uid"] == AGENT_UID
+        # The proxy's schema: a number ts, a decision and its reason.
+        assert rec["decision"] == "deny" and rec["reason"] == "direct_connection", rec
+        assert isinstance(rec["ts"], float) and abs(rec["ts"] - time.time()) < 3600, rec
+        assert "time" not in rec and None not in rec.values(), rec
+    # Every record of the log, proxy's and monitor's, starts the same way.
+    for rec in sup.records():
+        assert {"ts", "sandbox", "event", "decision", "reason"} <= rec.keys(), rec
     assert tcp[0]["dport"] == CANARY_TCP_PORT and udp[0]["dport"] == CANARY_UDP_PORT
     # The UDP socket is still open when the record is written: owner resolved.
     assert isinstance(udp[0]["pid"], int) and udp[0]["pid"] > 1
     assert os.path.basename(udp[0]["binary"]).startswith("python3"), udp[0]
     # Control: the allowed proxy connection produced no bypass record.
-    assert not [r for r in recs if r["dport"] == 3128], recs
+    assert not [r for r in recs if r.get("dport") == 3128], recs
 
 
 def test_ping_fails_inside_and_works_outside(canary, supervisors):

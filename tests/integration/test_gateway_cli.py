@@ -109,7 +109,7 @@ def test_logs_audit_shows_the_supervisors_decisions(gw):
            "curl -s -o /dev/null https://denied.test/x; sleep 300", check=0)
 
     def denial():
-        out = gw.cli("sandbox", "logs", "aud", "--audit").stdout
+        out = gw.cli("-o", "json", "sandbox", "logs", "aud", "--audit").stdout
         recs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
         return [r for r in recs if r.get("host") == "denied.test" and r.get("decision") == "deny"]
     wait_for(denial, 15, what="the denial in the audit log")

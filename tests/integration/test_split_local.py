@@ -105,6 +105,10 @@ def test_agent_reaches_allowed_upstream_only_through_the_proxy(d, sups, upstream
     direct.close()
     events = [r.get("event") for r in sup.records()]
     assert "split_launcher_authenticated" in events
+    # One schema with the proxy's records (docs/supervisor.md "Audit records").
+    for rec in sup.records():
+        assert {"ts", "sandbox", "event", "decision", "reason"} <= rec.keys(), rec
+        assert isinstance(rec["ts"], float) and "time" not in rec, rec
 
 
 def test_launcher_with_wrong_key_is_rejected_and_runs_nothing(d, sups):
@@ -125,6 +129,7 @@ def test_launcher_with_wrong_key_is_rejected_and_runs_nothing(d, sups):
     failed = [r for r in sup.records() if r.get("event") == "split_auth_failed"]
     # The launcher checks the supervisor's proof first and hangs up on a mismatch.
     assert len(failed) == 1 and "closed" in failed[0]["detail"], sup.records()
+    assert failed[0]["decision"] == "deny" and failed[0]["reason"] == "launcher_auth_failed"
 
 
 def fake_session(fake, marker, forged_spec_first=False):

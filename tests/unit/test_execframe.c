@@ -93,6 +93,26 @@ static void payload_helpers_check_lengths(void **state)
 	assert_int_equal(execframe_resize(&f, &r, &c), -1);
 }
 
+static void terminal_types_are_terminfo_names_only(void **state)
+{
+	assert_true(execframe_term_ok("xterm-256color"));
+	assert_true(execframe_term_ok("screen.xterm-256color"));
+	assert_true(execframe_term_ok("rxvt-unicode+x_1"));
+	char longest[EXECFRAME_TERM_MAX + 2];
+	memset(longest, 'x', sizeof longest);
+	longest[EXECFRAME_TERM_MAX] = '\0';
+	assert_true(execframe_term_ok(longest));
+	longest[EXECFRAME_TERM_MAX] = 'x';
+	longest[EXECFRAME_TERM_MAX + 1] = '\0';
+	assert_false(execframe_term_ok(longest));
+	assert_false(execframe_term_ok(NULL));
+	assert_false(execframe_term_ok(""));
+	assert_false(execframe_term_ok("xterm;rm"));
+	assert_false(execframe_term_ok("bad term"));
+	assert_false(execframe_term_ok("xterm\n"));
+	assert_false(execframe_term_ok("a=b"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -100,6 +120,7 @@ int main(void)
 		cmocka_unit_test(partial_frames_need_more_bytes),
 		cmocka_unit_test(unknown_types_and_oversize_lengths_are_refused),
 		cmocka_unit_test(payload_helpers_check_lengths),
+		cmocka_unit_test(terminal_types_are_terminfo_names_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

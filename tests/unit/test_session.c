@@ -198,6 +198,19 @@ static void test_known_messages_are_checked_field_by_field(void **state)
 	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
 		   "\"argv\":[\"x\"],\"shell\":true}\n",
 		   -1, "shell");
+	/* term: the client's TERM, a terminfo name, only with a tty. */
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[\"x\"],\"tty\":true,\"term\":\"xterm-256color\"}\n",
+		   0, NULL);
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[\"x\"],\"term\":\"xterm\"}\n",
+		   -1, "term");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[\"x\"],\"tty\":true,\"term\":\"x;y\"}\n",
+		   -1, "term");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"argv\":[\"x\"],\"tty\":true,\"term\":7}\n",
+		   -1, "term");
 }
 
 static void test_unknown_types_are_skipped_not_fatal(void **state)

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auditrec.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "fdutil.h"
@@ -162,18 +163,6 @@ static int inpod_proxy_endpoint(void *state, struct sockaddr_storage *addr, sock
 	return 0;
 }
 
-static void iso8601_now(char *buf, size_t cap)
-{
-	struct timespec ts;
-	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	if (strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-		buf[0] = '\0';
-	size_t n = strlen(buf);
-	snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000);
-}
-
 /* One bypass attempt -> one audit record. */
 static void on_bypass(const struct nflog_packet *pkt, void *data)
 {
@@ -182,18 +171,24 @@ static void on_bypass(const struct nflog_packet *pkt, void *data)
 	pid_t pid = 0;
 	os_error err = { 0 };
 	int found = sockowner_lookup(p->owner, pkt, &pid, binary, sizeof(binary), &err);
-	char ts[48];
-	iso8601_now(ts, sizeof(ts));
 	const char *proto = nflog_proto_name(pkt->proto);
-	_cleanup_json_ json_t *rec = json_pack(
-		"{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "time", ts, "event", "bypass",
-		"sandbox", p->id, "proto", proto ? json_string(proto) : json_integer(pkt->proto),
-		"dst", pkt->family ? json_string(pkt->dst) : json_null(), "dport",
-		pkt->has_ports ? json_integer(pkt->dport) : json_null(), "uid",
-		pkt->has_uid ? json_integer(pkt->uid) : json_null(), "pid",
-		found == 1 ? json_integer(pid) : json_null(), "binary",
-		found == 1 && binary[0] ? json_string(binary) : json_null());
-	if (rec && p->ctx.audit)
+	/* The fence rejected a connection that ignored the proxy: a deny, in
+	 * the proxy's schema; what is not known is left out, as there. */
+	_cleanup_json_ json_t *rec = auditrec_new(p->id, "bypass", "deny", "direct_connection");
+	if (!rec)
+		return;
+	json_object_set_new(rec, "proto", proto ? json_string(proto) : json_integer(pkt->proto));
+	if (pkt->family)
+		json_object_set_new(rec, "dst", json_string(pkt->dst));
+	if (pkt->has_ports)
+		json_object_set_new(rec, "dport", json_integer(pkt->dport));
+	if (found == 1)
+		json_object_set_new(rec, "pid", json_integer(pid));
+	if (pkt->has_uid)
+		json_object_set_new(rec, "uid", json_integer(pkt->uid));
+	if (found == 1 && binary[0])
+		json_object_set_new(rec, "binary", json_string(binary));
+	if (p->ctx.audit)
 		p->ctx.audit(p->ctx.audit_user, rec);
 }
 

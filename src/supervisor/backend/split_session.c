@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auditrec.h"
 #include "cleanup.h"
 #include "json.h"
 #include "parse.h"
@@ -33,19 +34,17 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void audit(const struct split *s, const char *event, const char *peer, const char *detail)
+/* decision/reason: allow/launcher_authenticated for the launcher that
+ * proved the key, deny/... for one that did not and for a failed break test. */
+static void audit(const struct split *s, const char *event, const char *decision,
+		  const char *reason, const char *peer, const char *detail)
 {
-	char ts[48];
-	struct timespec now;
-	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &now);
-	gmtime_r(&now.tv_sec, &tm);
-	if (strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		ts[0] = '\0';
-	_cleanup_json_ json_t *rec =
-		json_pack("{s:s, s:s, s:s, s:s, s:s}", "time", ts, "event", event, "sandbox", s->id,
-			  "peer", peer, "detail", detail ? detail : "");
-	if (rec && s->ctx.audit)
+	_cleanup_json_ json_t *rec = auditrec_new(s->id, event, decision, reason);
+	if (!rec)
+		return;
+	json_object_set_new(rec, "peer", json_string(peer));
+	json_object_set_new(rec, "detail", json_string(detail ? detail : ""));
+	if (s->ctx.audit)
 		s->ctx.audit(s->ctx.audit_user, rec);
 }
 
@@ -91,12 +90,13 @@ static int authenticate(struct split *s, int64_t deadline, os_error *err)
 						   &local) == 0) {
 			s->conn_fd = fd;
 			s->chan_ready = true;
-			audit(s, "split_launcher_authenticated", peer, NULL);
+			audit(s, "split_launcher_authenticated", "allow", "launcher_authenticated",
+			      peer, NULL);
 			close(s->control_fd); /* nobody else may pose as this launcher later */
 			s->control_fd = -1;
 			return 0;
 		}
-		audit(s, "split_auth_failed", peer, local.msg);
+		audit(s, "split_auth_failed", "deny", "launcher_auth_failed", peer, local.msg);
 		splitchan_release(&s->chan);
 		close(fd);
 	}
@@ -187,7 +187,7 @@ int split_confirm(void *state, os_error *err)
 	}
 	if (break_test(s, err) < 0) {
 		send_abort(s, err->msg);
-		audit(s, "split_break_test_failed", "", err->msg);
+		audit(s, "split_break_test_failed", "deny", "break_test_failed", "", err->msg);
 		return -1;
 	}
 	return 0;

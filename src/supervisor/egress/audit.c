@@ -7,9 +7,9 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "auditrec.h"
 #include "json.h"
 
 struct audit {
@@ -56,16 +56,9 @@ static void set_str(json_t *o, const char *k, const char *v)
 
 void audit_write(struct audit *a, const struct audit_record *r)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	_cleanup_json_ json_t *o = json_object();
+	_cleanup_json_ json_t *o = auditrec_new(a->sandbox, r->event, r->decision, r->reason);
 	if (!o)
 		return;
-	json_object_set_new(o, "ts", json_real((double)ts.tv_sec + ts.tv_nsec / 1e9));
-	set_str(o, "sandbox", a->sandbox);
-	set_str(o, "event", r->event);
-	set_str(o, "decision", r->decision);
-	set_str(o, "reason", r->reason);
 	set_str(o, "policy", r->policy);
 	set_str(o, "rule", r->rule);
 	set_str(o, "proto", r->proto);

@@ -44,10 +44,11 @@ void exec_service_set_session(struct exec_service *x, struct gw_session *s);
 void exec_service_request(void *user, const struct session_msg *m);
 void exec_service_free(struct exec_service *x);
 
-/* The exec launch spec: the agent's, with argv and tty replaced and the
+/* The exec launch spec: the agent's, with argv and tty replaced, TERM set
+ * to term when given (a tty's, checked by the session parser), and the
  * sandbox-creating fields swapped for `join` (fd join_fd). Exposed for tests. */
-json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, int join_fd,
-			     os_error *err);
+json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, const char *term,
+			     int join_fd, os_error *err);
 
 /* exec_sock.c: the relay's connection to the gateway, through TLS when ssl
  * is set (an https:// gateway). Reads: bytes, 0 at the end, -1 with errno

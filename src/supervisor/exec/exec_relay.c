@@ -63,8 +63,8 @@ void exec_service_set_session(struct exec_service *x, struct gw_session *s)
 	x->session = s;
 }
 
-json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, int join_fd,
-			     os_error *err)
+json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, const char *term,
+			     int join_fd, os_error *err)
 {
 	if (!json_is_true(json_object_get(agent, "new_namespaces"))) {
 		os_error_set(
@@ -86,6 +86,13 @@ json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, 
 	json_object_set_new(s, "argv", json_deep_copy(argv));
 	json_object_set_new(s, "tty", json_boolean(tty));
 	json_object_set_new(s, "join", json_integer(join_fd));
+	/* The client's terminal, so a shell and full-screen programs draw for
+	 * it; everything else in env stays the agent's. */
+	json_t *env = json_object_get(s, "env");
+	if (term && tty && json_is_object(env))
+		json_object_set_new(env, "TERM", json_string(term));
+	else if (term && tty)
+		json_object_set_new(s, "env", json_pack("{s:s}", "TERM", term));
 	return s;
 }
 
@@ -266,8 +273,8 @@ void exec_service_request(void *user, const struct session_msg *m)
 	else if (slot == RELAYS_MAX)
 		os_error_set(&err, EBUSY, "too many exec sessions at once (max %d)", RELAYS_MAX);
 	else if ((join = sandbox_init_pidfd(x->h.agent_launcher, &err)) >= 0 &&
-		 (spec = exec_spec_from_agent(x->spec, m->exec_argv, m->exec_tty, EXEC_JOIN_FD,
-					      &err)) != NULL)
+		 (spec = exec_spec_from_agent(x->spec, m->exec_argv, m->exec_tty, m->exec_term,
+					      EXEC_JOIN_FD, &err)) != NULL)
 		spec_text = json_to_string(spec);
 	if (!spec_text) {
 		snprintf(why, sizeof why, "%s", err.msg[0] ? err.msg : "out of memory");

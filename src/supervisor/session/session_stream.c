@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "execframe.h"
 #include "json.h"
 
 enum { ST_HEAD, ST_BODY, ST_DONE, ST_FAILED };
@@ -81,9 +82,8 @@ int session_msg_parse(const char *line, size_t len, json_t **holder, struct sess
 	static const char *const hello_keys[] = { "type", "sandbox", "policy_revision", NULL };
 	static const char *const policy_keys[] = { "type", "revision", "policy", NULL };
 	static const char *const ping_keys[] = { "type", NULL };
-	static const char *const exec_keys[] = {
-		"type", "id", "argv", "tty", "rows", "cols", NULL
-	};
+	static const char *const exec_keys[] = { "type", "id",	 "argv", "tty",
+						 "rows", "cols", "term", NULL };
 	const char *type = NULL;
 	memset(m, 0, sizeof(*m));
 	*holder = json_parse_strict(line, len, SESSION_LINE_MAX, err);
@@ -129,8 +129,11 @@ int session_msg_parse(const char *line, size_t len, json_t **holder, struct sess
 		if (json_check_keys(o, exec_keys, "exec message", err) < 0 ||
 		    json_get_string(o, "id", true, &m->exec_id, err) < 0 ||
 		    json_get_bool(o, "tty", false, &m->exec_tty, err) < 0 ||
-		    exec_size(o, m, err) < 0)
+		    exec_size(o, m, err) < 0 ||
+		    json_get_string(o, "term", false, &m->exec_term, err) < 0)
 			return err->code = EPROTO, -1;
+		if (m->exec_term && (!m->exec_tty || !execframe_term_ok(m->exec_term)))
+			return os_error_set(err, EPROTO, "exec message: bad term");
 		size_t idn = strlen(m->exec_id);
 		if (idn < 16 || idn >= SESSION_EXEC_ID_MAX ||
 		    strspn(m->exec_id, "0123456789abcdef") != idn)

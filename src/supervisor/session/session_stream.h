@@ -47,6 +47,7 @@ struct session_msg {
 	const struct json_t *exec_argv; /* exec: array of 1..256 strings */
 	bool exec_tty;
 	uint16_t exec_rows, exec_cols; /* exec with tty: initial size (0: unknown) */
+	const char *exec_term; /* exec with tty: the client's TERM (execframe_term_ok), or NULL */
 };
 
 /* Returns < 0 (err set) to end the stream. */
