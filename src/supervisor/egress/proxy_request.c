@@ -279,7 +279,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	int rc = 0;
 	for (size_t i = 0; i < req->headers.n && rc == 0; i++) {
 		const struct http_header *h = &req->headers.v[i];
-		if (is_hop_header(h->name))
+		if ((is_hop_header(h->name) && !proxy_ws_hop_kept(c, h->name)) ||
+		    proxy_ws_header_dropped(c, h->name))
 			continue;
 		/* Toward a credential-bound endpoint, or an upstream that ever
 		 * received a secret, the answer must be readable to be scrubbed
@@ -314,7 +315,9 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	if (val.data)
 		memset(val.data, 0, val.alloc); /* may have held a secret */
 	buf_free(&val);
-	if (rc == 0 && c->client_close)
+	if (rc == 0 && c->ws_upgrade)
+		rc = http_write_header(o, "Connection", "Upgrade", &err);
+	else if (rc == 0 && c->client_close)
 		rc = http_write_header(o, "Connection", "close", &err);
 	if (rc == 0)
 		rc = buf_append_str(o, "\r\n", &err);
@@ -358,6 +361,8 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	enum rpc_step rs = proxy_judge_rpc(c, req, method, logged, consumed);
 	if (rs != RPC_FORWARD)
 		return; /* answered, or waiting for the rest of the body */
+	if (!proxy_ws_check_upgrade(c, req, raw, logged))
+		return;
 	audit_decision(c, "http", d.verdict == POLICY_AUDIT ? "audit" : "allow",
 		       policy_reason_name(d.reason), method, logged, NULL);
 	c->req_is_head = strcmp(method, "HEAD") == 0;

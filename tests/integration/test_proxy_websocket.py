@@ -1,0 +1,236 @@
+"""protocol: websocket through openshell-proxy, against real WebSocket
+servers (python3-websockets) in the upstream namespace. A real client
+(websockets) over wss:// through the TLS termination; hand-made frames over
+ws:// for the attacks, each beside its positive control. What reached the
+server is read from the server's own log."""
+import asyncio
+import socket
+import ssl
+import zlib
+
+import pytest
+
+from tests.lib import build
+from tests.lib.proxy_util import Proxy, Upstream
+from tests.integration.ws_util import (BINARY, CLOSE, CONT, PING, PONG, TEXT, TLS_PORT,
+                                       RawWs, WsServers, frame)
+
+websockets = pytest.importorskip("websockets")
+pytestmark = build.needs("openshell-proxy")
+
+POLICY = """
+version: 1
+network_policies:
+  chat:
+    endpoints:
+      - host: upstream.test
+        ports: [9001, 9443]
+        allowed_ips: ["198.51.100.0/24"]
+        protocol: websocket
+        rules:
+          - allow: { method: GET, path: "/**" }
+          - allow: { method: WEBSOCKET_TEXT, path: /chat }
+          - allow: { method: WEBSOCKET_TEXT, path: /rooms, query: { room: "ok-*" } }
+        deny_rules:
+          - { method: GET, path: /forbidden }
+    binaries:
+      - { path: "/usr/bin/python3*" }
+"""
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    up = Upstream().start()
+    up.ws = WsServers(up)
+    yield up
+    up.stop()
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream):
+    p = Proxy(upstream, POLICY)
+    yield p
+    p.stop()
+
+
+@pytest.fixture(autouse=True)
+def clean_log(upstream):
+    upstream.ws.clear()
+
+
+def tunnel(proxy):
+    """A CONNECT tunnel to the TLS server, answered 200."""
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=20)
+    s.sendall(f"CONNECT upstream.test:{TLS_PORT} HTTP/1.1\r\n"
+              f"Host: upstream.test:{TLS_PORT}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return s
+
+
+async def talk(sock, ca, path, sends, direct=False):
+    """A real client over wss://: sends each message, collects the answers,
+    and returns (answers, close code or None)."""
+    ctx = ssl.create_default_context(cafile=ca)
+    kw = {"sock": sock, "server_hostname": "upstream.test"} if sock else {}
+    uri = f"wss://{'198.51.100.10' if direct else 'upstream.test'}:{TLS_PORT}{path}"
+    if direct:
+        ctx.check_hostname = False
+    got = []
+    async with websockets.connect(uri, ssl=ctx, **kw) as ws:
+        try:
+            for m in sends:
+                await ws.send(m)
+                got.append(await asyncio.wait_for(ws.recv(), 20))
+        except websockets.ConnectionClosed as e:
+            return got, e.rcvd.code if e.rcvd else None
+    return got, None
+
+
+def test_real_client_over_wss_allowed_message_echoed(proxy, upstream):
+    got, code = asyncio.run(talk(tunnel(proxy), proxy.ca, "/chat", ["hello", "second"]))
+    assert got == ["hello", "second"] and code is None
+    assert [m["data"] for m in upstream.ws.messages("/chat")] == ["hello", "second"]
+    rec = proxy.last_audit(event="websocket", method="WEBSOCKET_TEXT")
+    assert rec and rec["decision"] == "allow" and rec["path"] == "/chat"
+
+
+def test_real_client_denied_message_closed_with_1008(proxy, upstream):
+    got, code = asyncio.run(talk(tunnel(proxy), proxy.ca, "/other", ["not allowed here"]))
+    assert got == [] and code == 1008
+    assert upstream.ws.messages("/other") == []
+    assert upstream.ws.wait("open", "/other")  # the upgrade went
+    rec = proxy.last_audit(event="websocket", decision="deny")
+    assert rec and rec["method"] == "WEBSOCKET_TEXT" and rec["reason"] == "no_matching_rule"
+
+
+def test_permessage_deflate_offer_is_refused(proxy, upstream):
+    # positive control: directly, the same client and server agree on deflate
+    got, _ = asyncio.run(talk(None, f"{upstream.dir}/ca.pem", "/chat", ["x"], direct=True))
+    assert got == ["x"]
+    direct = upstream.ws.wait("open", "/chat")[-1]
+    assert direct["extensions"] == ["PerMessageDeflate"] and direct["offered"]
+    upstream.ws.clear()
+    got, _ = asyncio.run(talk(tunnel(proxy), proxy.ca, "/chat", ["x"]))
+    assert got == ["x"]
+    proxied = upstream.ws.wait("open", "/chat")[-1]
+    assert proxied["extensions"] == [] and proxied["offered"] is None
+
+
+def test_upgrade_judged_as_rest(proxy, upstream):
+    ws = RawWs(proxy, "/forbidden")
+    assert ws.status == 403
+    ok = RawWs(proxy, "/chat")
+    assert ok.status == 101 and "sec-websocket-accept" in ok.head.lower()
+    bad = RawWs(proxy, "/chat", version="8")
+    assert bad.status == 400 and "Sec-WebSocket-Version" in bad.buf.decode()
+    assert [r["path"] for r in upstream.ws.wait("open", "/chat")] == ["/chat"]
+    assert not [r for r in upstream.ws.records("open") if r["path"] == "/forbidden"]
+
+
+def test_query_of_the_upgrade_is_matched(proxy, upstream):
+    ws = RawWs(proxy, "/rooms?room=ok-1")
+    ws.send(frame(TEXT, b"in the room"))
+    assert ws.recv() == (True, TEXT, b"in the room")
+    ws = RawWs(proxy, "/rooms?room=secret")
+    ws.send(frame(TEXT, b"in the wrong room"))
+    assert ws.close_code() == ([], 1008)
+    assert [m["data"] for m in upstream.ws.messages()] == ["in the room"]
+
+
+def test_unmasked_client_frame_is_a_protocol_error(proxy, upstream):
+    RawWs(proxy, "/chat").echoed_then_closed((TEXT, b"masked"),
+                                             (TEXT, b"unmasked", {"mask": False}), 1002)
+    assert [m["data"] for m in upstream.ws.messages()] == ["masked"]
+
+
+def test_oversized_frames_close_with_1009(proxy, upstream):
+    big = b"a" * (512 * 1024)
+    ws = RawWs(proxy, "/chat")
+    ws.send(frame(TEXT, big))  # under the 1 MiB cap: positive control
+    assert ws.recv() == (True, TEXT, big)
+    ws.send(frame(TEXT, b"x" * 1000, length=2 * 1024 * 1024))  # declared too big
+    assert ws.close_code() == ([], 1009)
+    # the cap holds for a message spread over fragments too
+    ws = RawWs(proxy, "/chat")
+    ws.send(frame(TEXT, big, fin=False), frame(CONT, big, fin=False))
+    ws.send(frame(CONT, b"over", fin=True))
+    assert ws.close_code() == ([], 1009)
+    ws = RawWs(proxy, "/other")
+    ws.send(frame(BINARY, b"", length=17 * 1024 * 1024))
+    assert ws.close_code() == ([], 1009)
+    assert [m["len"] for m in upstream.ws.messages()] == [len(big)]
+
+
+def test_fragmented_or_large_control_frames_refused(proxy, upstream):
+    RawWs(proxy, "/chat").echoed_then_closed((PING, b"p1"), (PING, b"p2", {"fin": False}),
+                                             1002)
+    ws = RawWs(proxy, "/chat")
+    ws.send(frame(PING, b"p" * 126))
+    assert ws.close_code() == ([], 1002)
+
+
+def test_denied_message_split_across_fragments(proxy, upstream):
+    ws = RawWs(proxy, "/chat")  # positive control: allowed, reassembled
+    ws.send(frame(TEXT, b"hel", fin=False), frame(CONT, b"lo"))
+    assert ws.recv() == (True, TEXT, b"hello")
+    ws = RawWs(proxy, "/other")
+    ws.send(frame(TEXT, b"den", fin=False))
+    ws.send(frame(CONT, b"ied", fin=True))
+    assert ws.close_code() == ([], 1008)
+    assert [m["data"] for m in upstream.ws.messages()] == ["hello"]
+
+
+def test_interleaved_control_frames(proxy, upstream):
+    ws = RawWs(proxy, "/chat")
+    ws.send(frame(TEXT, b"he", fin=False), frame(PING, b"mid"), frame(CONT, b"llo"))
+    assert ws.recv() == (True, PONG, b"mid")
+    assert ws.recv() == (True, TEXT, b"hello")
+    # a new data frame inside a fragmented message is not interleaving
+    ws.send(frame(TEXT, b"a", fin=False), frame(TEXT, b"b"))
+    assert ws.close_code() == ([], 1002)
+    assert [m["data"] for m in upstream.ws.messages()] == ["hello"]
+
+
+def test_compressed_frame_without_negotiation_refused(proxy, upstream):
+    bomb = zlib.compressobj(9, zlib.DEFLATED, -15)
+    data = bomb.compress(b"\0" * (64 * 1024 * 1024)) + bomb.flush(zlib.Z_SYNC_FLUSH)
+    assert len(data) < 128 * 1024  # a bomb: a small frame, a huge message
+    ws = RawWs(proxy, "/chat", extra="Sec-WebSocket-Extensions: permessage-deflate\r\n")
+    assert ws.status == 101 and "sec-websocket-extensions" not in ws.head.lower()
+    ws.send(frame(TEXT, b"plain"))
+    assert ws.recv() == (True, TEXT, b"plain")  # positive control
+    ws.send(frame(TEXT, data[:-4], rsv=0x40))
+    assert ws.close_code() == ([], 1002)
+    assert [m["data"] for m in upstream.ws.messages()] == ["plain"]
+
+
+def test_invalid_utf8_closes_with_1007(proxy, upstream):
+    RawWs(proxy, "/chat").echoed_then_closed((TEXT, "é".encode()), (TEXT, b"\xc3"), 1007)
+
+
+def test_close_frame_waits_for_the_servers_frame_boundary(proxy, upstream):
+    # Binary messages pass uninspected (as upstream). "split" makes the
+    # server write one large frame in two halves; the message denied while
+    # its first half is out must close only after the frame, whole.
+    blob = bytes(range(256)) * 1200
+    ws = RawWs(proxy, "/other")
+    ws.send(frame(BINARY, b"split"))
+    while len(ws.buf) < 1000:  # the first half is arriving
+        ws.buf += ws.s.recv(65536)
+    ws.send(frame(TEXT, b"denied"))
+    seen, code = ws.close_code()
+    assert code == 1008 and seen == [(True, BINARY, blob)]
+
+
+def test_client_close_handshake_is_relayed(proxy, upstream):
+    ws = RawWs(proxy, "/chat")
+    ws.send(frame(CLOSE, b"\x03\xe8bye"))
+    assert ws.close_code() == ([], 1000)
+    closed = upstream.ws.wait("close", "/chat")
+    assert closed and closed[-1]["code"] == 1000
+    ws = RawWs(proxy, "/chat")
+    ws.send(frame(CLOSE, b"\x03\xed"))  # 1005 may not be sent
+    assert ws.close_code() == ([], 1002)
