@@ -110,6 +110,7 @@ struct policy_endpoint {
 	bool allow_encoded_slash;
 	bool allow_uninspected_credentials;
 	bool request_body_credential_rewrite;
+	/* Placeholders in WebSocket text messages are resolved (enforced). */
 	bool websocket_credential_rewrite;
 	/* json-rpc / mcp (`json_rpc:` / `mcp:` stanzas) */
 	uint32_t json_rpc_max_body_bytes; /* always set for those protocols */

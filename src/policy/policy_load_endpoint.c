@@ -362,15 +362,12 @@ static const struct {
 	{ "allow_encoded_slash", "encoded slashes (%2F) are still refused" },
 	{ "allow_uninspected_credentials", "credentials are still never sent uninspected" },
 	{ "request_body_credential_rewrite", "placeholders in request bodies are forwarded as is" },
-	{ "websocket_credential_rewrite",
-	  "placeholders in WebSocket messages are forwarded as is" },
 };
 
 static bool *flag_for(struct policy_endpoint *ep, size_t i)
 {
 	bool *const f[] = { &ep->allow_encoded_slash, &ep->allow_uninspected_credentials,
-			    &ep->request_body_credential_rewrite,
-			    &ep->websocket_credential_rewrite };
+			    &ep->request_body_credential_rewrite };
 	return f[i];
 }
 
@@ -476,6 +473,8 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 		load_json_rpc_stanza(c, v, ep);
 	} else if (!strcmp(k, "mcp")) {
 		load_mcp_stanza(c, v, ep);
+	} else if (!strcmp(k, "websocket_credential_rewrite")) {
+		get_bool(c, v, &ep->websocket_credential_rewrite); /* proxy_ws.c */
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(not_enforced); i++) {
 		bool *f = flag_for(ep, i);

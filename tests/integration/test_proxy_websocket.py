@@ -33,6 +33,13 @@ network_policies:
           - allow: { method: WEBSOCKET_TEXT, path: /rooms, query: { room: "ok-*" } }
         deny_rules:
           - { method: GET, path: /forbidden }
+      - host: creds.test
+        ports: [9001, 9443]
+        allowed_ips: ["198.51.100.0/24"]
+        protocol: websocket
+        credential_binding: { provider: chatsvc }
+        websocket_credential_rewrite: true
+        access: full
     binaries:
       - { path: "/usr/bin/python3*" }
 """
@@ -48,7 +55,8 @@ def upstream():
 
 @pytest.fixture(scope="module")
 def proxy(upstream):
-    p = Proxy(upstream, POLICY)
+    p = Proxy(upstream, POLICY, credentials={"providers": {
+        "chatsvc": {"WS_TOKEN": "s3cr3t-ws-token"}, "other": {"OTHER_KEY": "other-secret"}}})
     yield p
     p.stop()
 
@@ -58,11 +66,11 @@ def clean_log(upstream):
     upstream.ws.clear()
 
 
-def tunnel(proxy):
+def tunnel(proxy, host="upstream.test"):
     """A CONNECT tunnel to the TLS server, answered 200."""
     s = socket.create_connection(("127.0.0.1", proxy.port), timeout=20)
-    s.sendall(f"CONNECT upstream.test:{TLS_PORT} HTTP/1.1\r\n"
-              f"Host: upstream.test:{TLS_PORT}\r\n\r\n".encode())
+    s.sendall(f"CONNECT {host}:{TLS_PORT} HTTP/1.1\r\n"
+              f"Host: {host}:{TLS_PORT}\r\n\r\n".encode())
     head = b""
     while b"\r\n\r\n" not in head:
         head += s.recv(1)
@@ -70,12 +78,12 @@ def tunnel(proxy):
     return s
 
 
-async def talk(sock, ca, path, sends, direct=False):
+async def talk(sock, ca, path, sends, direct=False, host="upstream.test"):
     """A real client over wss://: sends each message, collects the answers,
     and returns (answers, close code or None)."""
     ctx = ssl.create_default_context(cafile=ca)
-    kw = {"sock": sock, "server_hostname": "upstream.test"} if sock else {}
-    uri = f"wss://{'198.51.100.10' if direct else 'upstream.test'}:{TLS_PORT}{path}"
+    kw = {"sock": sock, "server_hostname": host} if sock else {}
+    uri = f"wss://{'198.51.100.10' if direct else host}:{TLS_PORT}{path}"
     if direct:
         ctx.check_hostname = False
     got = []
@@ -234,3 +242,42 @@ def test_client_close_handshake_is_relayed(proxy, upstream):
     ws = RawWs(proxy, "/chat")
     ws.send(frame(CLOSE, b"\x03\xed"))  # 1005 may not be sent
     assert ws.close_code() == ([], 1002)
+
+
+PH = "openshell:resolve:env:"
+
+
+def test_placeholders_resolved_only_where_the_endpoint_says(proxy, upstream):
+    msg = f'{{"auth": "{PH}WS_TOKEN"}}'
+    got, code = asyncio.run(talk(tunnel(proxy, "creds.test"), proxy.ca, "/chat", [msg],
+                                 host="creds.test"))
+    # the server received the secret; its echo reached the agent masked
+    assert [m["data"] for m in upstream.ws.messages()] == ['{"auth": "s3cr3t-ws-token"}']
+    assert code is None and got == ['{"auth": "' + "*" * len("s3cr3t-ws-token") + '"}']
+    upstream.ws.clear()
+    # positive control: an endpoint without websocket_credential_rewrite
+    # forwards the placeholder as written, never the secret
+    got, code = asyncio.run(talk(tunnel(proxy), proxy.ca, "/chat", [msg]))
+    assert got == [msg] and [m["data"] for m in upstream.ws.messages()] == [msg]
+
+
+@pytest.mark.parametrize("text,reason", [
+    (f"{PH}OTHER_KEY", "credential_endpoint_mismatch"),  # another provider's secret
+    (f"{PH}NO_SUCH_KEY", "credential_unknown"),
+])
+def test_unresolvable_placeholder_closes_without_sending(proxy, upstream, text, reason):
+    got, code = asyncio.run(talk(tunnel(proxy, "creds.test"), proxy.ca, "/chat",
+                                 ["fine", text], host="creds.test"))
+    assert got == ["fine"] and code == 1008
+    assert [m["data"] for m in upstream.ws.messages()] == ["fine"]
+    assert proxy.last_audit(event="websocket", decision="deny")["reason"] == reason
+
+
+def test_placeholders_never_resolved_over_plain_ws(proxy, upstream):
+    ws = RawWs(proxy, "/chat", host="creds.test")
+    ws.send(frame(TEXT, b"no placeholder"))
+    assert ws.recv() == (True, TEXT, b"no placeholder")  # positive control
+    ws.send(frame(TEXT, f"{PH}WS_TOKEN".encode()))
+    assert ws.close_code() == ([], 1008)
+    assert [m["data"] for m in upstream.ws.messages()] == ["no placeholder"]
+    assert proxy.last_audit(event="websocket", decision="deny")["reason"] == "credential_plaintext"

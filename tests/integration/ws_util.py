@@ -77,11 +77,12 @@ def frame(op, payload=b"", fin=True, mask=True, rsv=0, length=None):
 class RawWs:
     """An upgrade through the proxy's plain-HTTP side, then hand-made frames."""
 
-    def __init__(self, proxy, path, port=PLAIN_PORT, extra="", version="13"):
+    def __init__(self, proxy, path, port=PLAIN_PORT, extra="", version="13",
+                 host="upstream.test"):
         self.s = socket.create_connection(("127.0.0.1", proxy.port), timeout=20)
         key = base64.b64encode(os.urandom(16)).decode()
-        self.s.sendall((f"GET http://upstream.test:{port}{path} HTTP/1.1\r\n"
-                        f"Host: upstream.test:{port}\r\nUpgrade: websocket\r\n"
+        self.s.sendall((f"GET http://{host}:{port}{path} HTTP/1.1\r\n"
+                        f"Host: {host}:{port}\r\nUpgrade: websocket\r\n"
                         f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
                         f"Sec-WebSocket-Version: {version}\r\n{extra}\r\n").encode())
         self.buf = b""

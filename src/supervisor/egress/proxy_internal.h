@@ -239,6 +239,11 @@ int proxy_ws_accept(struct conn *c, const struct http_response *resp, size_t hea
 enum step_result proxy_ws_step(struct conn *c);
 void proxy_ws_free(struct conn *c);
 size_t proxy_ws_held(const struct conn *c);
+/* proxy_ws_creds.c: websocket_credential_rewrite. Every placeholder of
+ * in[0..len) resolved into out: NULL, or the reason it cannot be (nothing
+ * of the message may be sent then). */
+bool proxy_ws_has_placeholder(const char *p, size_t n);
+const char *proxy_ws_rewrite(struct conn *c, const char *in, size_t len, struct buf *out);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);

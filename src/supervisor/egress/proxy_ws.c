@@ -35,6 +35,7 @@ struct ws_relay {
 	uint8_t head[WS_HEAD_MAX]; /* the allowed message's frame head, */
 	size_t head_len; /* ...while it waits for room in uout */
 	size_t sending; /* bytes of msg still to go out as the allowed frame */
+	bool secret; /* msg holds a resolved credential: wiped once sent */
 	/* server -> client */
 	uint64_t srv_left; /* payload bytes of the server's current frame to relay */
 	int close_code; /* non-zero: the close frame goes at the next server boundary */
@@ -56,6 +57,14 @@ static bool value_is(const struct http_slice *v, const char *s)
 	return v && str_ieq(v->p, v->len, s, strlen(s));
 }
 
+/* Frees b, zeroed first: it may have held a secret. */
+static void wipe(struct buf *b)
+{
+	if (b->data)
+		memset(b->data, 0, b->alloc);
+	buf_free(b);
+}
+
 void proxy_ws_free(struct conn *c)
 {
 	struct ws_relay *w = c->ws;
@@ -63,7 +72,7 @@ void proxy_ws_free(struct conn *c)
 		return;
 	free(w->target);
 	free(w->logged);
-	buf_free(&w->msg);
+	wipe(&w->msg);
 	free(w);
 	c->ws = NULL;
 }
@@ -192,6 +201,29 @@ static void ws_fail(struct conn *c, int code, const char *reason, const char *de
 	buf_append(&c->uout, f, n + 2, NULL); /* best effort: the upstream is closed next */
 }
 
+/* websocket_credential_rewrite: the message with its placeholders resolved
+ * replaces msg; the agent's answers are scrubbed of secrets from now on. */
+static bool resolve_placeholders(struct conn *c, struct ws_relay *w)
+{
+	struct buf out;
+	buf_init(&out, 2 * WS_TEXT_MAX);
+	const char *why = proxy_ws_rewrite(c, w->msg.data, w->msg.len, &out);
+	if (why) {
+		wipe(&out);
+		ws_fail(c, WS_CLOSE_POLICY, why,
+			strcmp(why, "credential_plaintext") == 0
+				? "credentials are only sent inside TLS to the upstream"
+				: "credential placeholder in a WebSocket message not resolved");
+		return false;
+	}
+	buf_free(&w->msg);
+	w->msg = out;
+	w->secret = true;
+	c->injected = c->masking = true;
+	conn_mark_secret_holder(c);
+	return true;
+}
+
 /* A whole text message: valid UTF-8, then judged. */
 static void judge_message(struct conn *c, struct ws_relay *w)
 {
@@ -208,6 +240,9 @@ static void judge_message(struct conn *c, struct ws_relay *w)
 	}
 	audit_decision(c, "websocket", d.verdict == POLICY_AUDIT ? "audit" : "allow",
 		       policy_reason_name(d.reason), POLICY_WEBSOCKET_TEXT_METHOD, w->logged, NULL);
+	if (c->ep->websocket_credential_rewrite &&
+	    proxy_ws_has_placeholder(w->msg.data, w->msg.len) && !resolve_placeholders(c, w))
+		return;
 	w->head_len = frame_head(w->head, WS_OP_TEXT, w->msg.len, w->msg_mask);
 	w->sending = w->msg.len;
 }
@@ -230,8 +265,13 @@ static bool send_message(struct conn *c, struct ws_relay *w)
 	buf_append(&c->uout, w->msg.data + off, n, NULL);
 	ws_unmask((uint8_t *)c->uout.data + at, n, w->msg_mask, off);
 	w->sending -= n;
-	if (w->sending == 0)
+	if (w->sending == 0 && w->secret) {
+		wipe(&w->msg); /* back to the plain cap */
+		buf_init(&w->msg, WS_TEXT_MAX);
+		w->secret = false;
+	} else if (w->sending == 0) {
 		buf_reset(&w->msg);
+	}
 	return true;
 }
 
