@@ -156,30 +156,6 @@ int proxy_ws_accept(struct conn *c, const struct http_response *resp, size_t hea
 	return 0;
 }
 
-/* A frame head: FIN + opcode, the minimal length encoding, the mask. */
-static size_t frame_head(uint8_t *out, uint8_t op, uint64_t len, const uint8_t *mask)
-{
-	size_t n = 0;
-	out[n++] = (uint8_t)(0x80 | op);
-	uint8_t m = mask ? 0x80 : 0;
-	if (len < 126) {
-		out[n++] = (uint8_t)(m | len);
-	} else if (len <= 0xffff) {
-		out[n++] = m | 126;
-		out[n++] = (uint8_t)(len >> 8);
-		out[n++] = (uint8_t)len;
-	} else {
-		out[n++] = m | 127;
-		for (int i = 7; i >= 0; i--)
-			out[n++] = (uint8_t)(len >> (8 * i));
-	}
-	if (mask) {
-		memcpy(out + n, mask, 4);
-		n += 4;
-	}
-	return n;
-}
-
 /* Ends the connection with `code`: the reason goes to the audit; the
  * upstream gets a (masked) close frame unless a binary frame toward it is
  * half sent; the agent gets its close frame at the next server frame
@@ -195,7 +171,7 @@ static void ws_fail(struct conn *c, int code, const char *reason, const char *de
 	uint8_t mask[4], f[WS_HEAD_MAX + 2];
 	if (mid_frame || getrandom(mask, sizeof mask, 0) != sizeof mask)
 		return;
-	size_t n = frame_head(f, WS_OP_CLOSE, 2, mask);
+	size_t n = ws_put_head(f, WS_OP_CLOSE, 2, mask);
 	f[n] = (uint8_t)(code >> 8) ^ mask[0];
 	f[n + 1] = (uint8_t)code ^ mask[1];
 	buf_append(&c->uout, f, n + 2, NULL); /* best effort: the upstream is closed next */
@@ -243,7 +219,7 @@ static void judge_message(struct conn *c, struct ws_relay *w)
 	if (c->ep->websocket_credential_rewrite &&
 	    proxy_ws_has_placeholder(w->msg.data, w->msg.len) && !resolve_placeholders(c, w))
 		return;
-	w->head_len = frame_head(w->head, WS_OP_TEXT, w->msg.len, w->msg_mask);
+	w->head_len = ws_put_head(w->head, WS_OP_TEXT, w->msg.len, w->msg_mask);
 	w->sending = w->msg.len;
 }
 
