@@ -4,7 +4,6 @@ servers (python3-websockets) in the upstream namespace. A real client
 ws:// for the attacks, each beside its positive control. What reached the
 server is read from the server's own log."""
 import asyncio
-import socket
 import ssl
 import zlib
 
@@ -12,10 +11,11 @@ import pytest
 
 from tests.lib import build
 from tests.lib.proxy_util import Proxy, Upstream
-from tests.integration.ws_util import (BINARY, CLOSE, CONT, PING, PONG, TEXT, TLS_PORT,
-                                       RawWs, WsServers, frame)
 
-websockets = pytest.importorskip("websockets")
+websockets = pytest.importorskip("websockets")  # python3-websockets (install-deps)
+from tests.integration import ws_agent  # noqa: E402 (needs websockets)
+from tests.integration.ws_util import (BINARY, CLOSE, CONT, PING, PONG, TEXT,  # noqa: E402
+                                       TLS_PORT, RawWs, WsServers, frame)
 pytestmark = build.needs("openshell-proxy")
 
 POLICY = """
@@ -67,34 +67,16 @@ def clean_log(upstream):
 
 
 def tunnel(proxy, host="upstream.test"):
-    """A CONNECT tunnel to the TLS server, answered 200."""
-    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=20)
-    s.sendall(f"CONNECT {host}:{TLS_PORT} HTTP/1.1\r\n"
-              f"Host: {host}:{TLS_PORT}\r\n\r\n".encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += s.recv(1)
-    assert head.startswith(b"HTTP/1.1 200"), head
-    return s
+    return ws_agent.tunnel("127.0.0.1", proxy.port, host, TLS_PORT)
 
 
 async def talk(sock, ca, path, sends, direct=False, host="upstream.test"):
-    """A real client over wss://: sends each message, collects the answers,
-    and returns (answers, close code or None)."""
+    """The real client over wss://, through the proxy (or direct)."""
     ctx = ssl.create_default_context(cafile=ca)
-    kw = {"sock": sock, "server_hostname": host} if sock else {}
-    uri = f"wss://{'198.51.100.10' if direct else host}:{TLS_PORT}{path}"
     if direct:
         ctx.check_hostname = False
-    got = []
-    async with websockets.connect(uri, ssl=ctx, **kw) as ws:
-        try:
-            for m in sends:
-                await ws.send(m)
-                got.append(await asyncio.wait_for(ws.recv(), 20))
-        except websockets.ConnectionClosed as e:
-            return got, e.rcvd.code if e.rcvd else None
-    return got, None
+    uri = f"wss://{'198.51.100.10' if direct else host}:{TLS_PORT}{path}"
+    return await ws_agent.talk(sock, ctx, uri, sends, host=host)
 
 
 def test_real_client_over_wss_allowed_message_echoed(proxy, upstream):

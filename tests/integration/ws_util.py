@@ -23,12 +23,12 @@ class WsServers:
     """Plain and TLS WebSocket echo servers in the upstream namespace,
     stopped with it (they join its processes)."""
 
-    def __init__(self, upstream):
+    def __init__(self, upstream, addr="198.51.100.10"):
         self.log = os.path.join(upstream.dir, "ws.log")
         open(self.log, "w").close()
         for port, tls in ((PLAIN_PORT, False), (TLS_PORT, True)):
             args = ["ip", "netns", "exec", upstream.ns, sys.executable, WS_SERVER,
-                    "198.51.100.10", str(port), self.log]
+                    addr, str(port), self.log]
             if tls:
                 args += [f"{upstream.dir}/srv.pem", f"{upstream.dir}/srv.key"]
             p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
