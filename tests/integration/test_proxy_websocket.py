@@ -43,6 +43,8 @@ network_policies:
     binaries:
       - { path: "/usr/bin/python3*" }
 """
+CREDS = {"providers": {"chatsvc": {"WS_TOKEN": "s3cr3t-ws-token"},
+                       "other": {"OTHER_KEY": "other-secret"}}}
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +57,7 @@ def upstream():
 
 @pytest.fixture(scope="module")
 def proxy(upstream):
-    p = Proxy(upstream, POLICY, credentials={"providers": {
-        "chatsvc": {"WS_TOKEN": "s3cr3t-ws-token"}, "other": {"OTHER_KEY": "other-secret"}}})
+    p = Proxy(upstream, POLICY, credentials=CREDS)
     yield p
     p.stop()
 

@@ -1,0 +1,77 @@
+"""The proxy under AddressSanitizer + LeakSanitizer through WebSocket load:
+allowed and denied messages from a real client over wss://, credential
+rewriting, every framing attack of test_proxy_websocket, and connections
+abandoned mid-frame and mid-message: zero leak or memory-error reports when
+it exits. Uses the sanitizer build (build-san) beside the normal one."""
+import asyncio
+import os
+import signal
+import socket
+
+import pytest
+
+from tests.lib import build, proxy_util
+from tests.lib.proxy_util import Proxy, Upstream
+
+pytest.importorskip("websockets")
+from test_proxy_websocket import CREDS, POLICY, talk, tunnel  # noqa: E402
+from tests.integration.ws_util import (BINARY, CONT, PING, TEXT, RawWs,  # noqa: E402
+                                       WsServers, frame)
+
+pytestmark = build.needs("openshell-proxy")
+
+SAN_BIN = build.binary("openshell-proxy",
+                       os.path.join(os.path.dirname(build.BUILD.rstrip("/")), "build-san"))
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    up = Upstream().start()
+    up.ws = WsServers(up)
+    yield up
+    up.stop()
+
+
+def attacks(p):
+    for bad in (frame(TEXT, b"x", mask=False), frame(TEXT, b"", length=2 << 20),
+                frame(PING, b"p", fin=False), frame(TEXT, b"\xc3"), frame(TEXT, b"z", rsv=0x40)):
+        ws = RawWs(p, "/chat")
+        ws.send(frame(TEXT, b"ok"), bad)
+        ws.close_code()
+    ws = RawWs(p, "/other")
+    ws.send(frame(TEXT, b"de", fin=False), frame(CONT, b"nied"))
+    ws.close_code()
+    # abandoned: mid-text message, mid-binary frame, mid-head
+    for tail in (frame(TEXT, b"a" * 5000, fin=False), frame(BINARY, b"b" * 70000)[:30000],
+                 frame(TEXT, b"c" * 300)[:3]):
+        ws = RawWs(p, "/chat")
+        ws.send(tail)
+        ws.close()
+
+
+def test_websocket_load_under_leak_checker(upstream, monkeypatch):
+    if not os.access(SAN_BIN, os.X_OK):
+        pytest.fail(f"sanitizer build missing: {SAN_BIN} (make build-san)")
+    monkeypatch.setattr(proxy_util, "PROXY_BIN", SAN_BIN)
+    monkeypatch.setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=23")
+    p = Proxy(upstream, POLICY, credentials=CREDS)
+    try:
+        for _ in range(5):
+            got, _ = asyncio.run(talk(tunnel(p), p.ca, "/chat", ["hello", "x" * 200000]))
+            assert got == ["hello", "x" * 200000]
+            assert asyncio.run(talk(tunnel(p), p.ca, "/other", ["no"]))[1] == 1008
+            got, _ = asyncio.run(talk(tunnel(p, "creds.test"), p.ca, "/chat",
+                                      ["openshell:resolve:env:WS_TOKEN"], host="creds.test"))
+            assert got == ["*" * len("s3cr3t-ws-token")]
+            attacks(p)
+        idle = [socket.create_connection(("127.0.0.1", p.port)) for _ in range(10)]
+    finally:
+        p.proc.send_signal(signal.SIGTERM)
+        _, err = p.proc.communicate(timeout=60)
+        for s in locals().get("idle", []):
+            s.close()
+    assert "ERROR: LeakSanitizer" not in err, err[-4000:]
+    assert "ERROR: AddressSanitizer" not in err, err[-4000:]
+    assert "runtime error" not in err, err[-4000:]
+    assert "unexpected state change" not in err, err[-4000:]
+    assert p.proc.returncode == 0, err[-2000:]
