@@ -5,31 +5,20 @@ abandoned mid-frame and mid-message: zero leak or memory-error reports when
 it exits. Uses the sanitizer build (build-san) beside the normal one."""
 import asyncio
 import os
-import signal
 import socket
 
 import pytest
 
 from tests.lib import build, proxy_util
-from tests.lib.proxy_util import Proxy, Upstream
+from tests.lib.proxy_util import Proxy
 
 pytest.importorskip("websockets")
-from test_proxy_websocket import CREDS, POLICY, talk, tunnel  # noqa: E402
-from tests.integration.ws_util import (BINARY, CONT, PING, TEXT, RawWs,  # noqa: E402
-                                       WsServers, frame)
+from test_proxy_websocket import CREDS, POLICY, talk, tunnel, upstream  # noqa: E402,F401
+from tests.integration.ws_util import BINARY, CONT, PING, TEXT, RawWs, frame  # noqa: E402
 
 pytestmark = build.needs("openshell-proxy")
 
-SAN_BIN = build.binary("openshell-proxy",
-                       os.path.join(os.path.dirname(build.BUILD.rstrip("/")), "build-san"))
-
-
-@pytest.fixture(scope="module")
-def upstream():
-    up = Upstream().start()
-    up.ws = WsServers(up)
-    yield up
-    up.stop()
+SAN_BIN = proxy_util.SAN_PROXY_BIN
 
 
 def attacks(p):
@@ -66,12 +55,7 @@ def test_websocket_load_under_leak_checker(upstream, monkeypatch):
             attacks(p)
         idle = [socket.create_connection(("127.0.0.1", p.port)) for _ in range(10)]
     finally:
-        p.proc.send_signal(signal.SIGTERM)
-        _, err = p.proc.communicate(timeout=60)
+        err = proxy_util.stop_sanitized(p)
         for s in locals().get("idle", []):
             s.close()
-    assert "ERROR: LeakSanitizer" not in err, err[-4000:]
-    assert "ERROR: AddressSanitizer" not in err, err[-4000:]
-    assert "runtime error" not in err, err[-4000:]
-    assert "unexpected state change" not in err, err[-4000:]
-    assert p.proc.returncode == 0, err[-2000:]
+    proxy_util.assert_sanitizer_clean(p, err)
