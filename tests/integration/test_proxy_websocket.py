@@ -97,17 +97,57 @@ def test_real_client_denied_message_closed_with_1008(proxy, upstream):
     assert rec and rec["method"] == "WEBSOCKET_TEXT" and rec["reason"] == "no_matching_rule"
 
 
-def test_permessage_deflate_offer_is_refused(proxy, upstream):
-    # positive control: directly, the same client and server agree on deflate
+def test_permessage_deflate_negotiated_so_each_message_can_be_judged(proxy, upstream):
+    # directly, the client and server agree on deflate as they like
     got, _ = asyncio.run(talk(None, f"{upstream.dir}/ca.pem", "/chat", ["x"], direct=True))
     assert got == ["x"]
     direct = upstream.ws.wait("open", "/chat")[-1]
-    assert direct["extensions"] == ["PerMessageDeflate"] and direct["offered"]
+    assert direct["extensions"] == ["PerMessageDeflate"]
+    assert "client_no_context_takeover" not in direct["offered"]
     upstream.ws.clear()
-    got, _ = asyncio.run(talk(tunnel(proxy), proxy.ca, "/chat", ["x"]))
-    assert got == ["x"]
+    # through the proxy: still deflate, but every client message on its own
+    text = "compressible " * 2000
+    got, code = asyncio.run(talk(tunnel(proxy), proxy.ca, "/chat", ["x", text]))
+    assert got == ["x", text] and code is None
     proxied = upstream.ws.wait("open", "/chat")[-1]
-    assert proxied["extensions"] == [] and proxied["offered"] is None
+    assert proxied["extensions"] == ["PerMessageDeflate"]
+    assert "client_no_context_takeover" in proxied["offered"]
+    # judged on the decompressed text
+    got, code = asyncio.run(talk(tunnel(proxy), proxy.ca, "/other", [text]))
+    assert got == [] and code == 1008
+    assert [m["len"] for m in upstream.ws.messages()] == [1, len(text)]
+
+
+def deflated(data):
+    z = zlib.compressobj(9, zlib.DEFLATED, -15)
+    out = z.compress(data) + z.flush(zlib.Z_SYNC_FLUSH)
+    assert out.endswith(b"\0\0\xff\xff")
+    return out[:-4]
+
+
+def test_compressed_messages_inspected_and_capped(proxy, upstream):
+    offer = "Sec-WebSocket-Extensions: permessage-deflate\r\n"
+    ws = RawWs(proxy, "/chat", extra=offer)
+    assert ws.status == 101
+    assert "client_no_context_takeover" in ws.head  # the proxy asked for it
+    ws.send(frame(TEXT, deflated(b"hello"), rsv=0x40))  # positive control
+    fin, op, payload = ws.recv()
+    assert op == TEXT and zlib.decompressobj(-15).decompress(payload + b"\0\0\xff\xff") == b"hello"
+    # a bomb: 64 MiB of zeros in a small frame, over the 1 MiB text cap once inflated
+    bomb = deflated(b"\0" * (64 * 1024 * 1024))
+    assert len(bomb) < 128 * 1024
+    ws.send(frame(TEXT, bomb, rsv=0x40))
+    assert ws.close_code() == ([], 1009)
+    # data that does not inflate
+    ws = RawWs(proxy, "/chat", extra=offer)
+    ws.send(frame(TEXT, b"\xff\xff\xff\xff", rsv=0x40))
+    assert ws.close_code() == ([], 1007)
+    # a denied message, compressed and split across fragments
+    ws = RawWs(proxy, "/other", extra=offer)
+    z = deflated(b"denied once inflated")
+    ws.send(frame(TEXT, z[:5], fin=False, rsv=0x40), frame(CONT, z[5:]))
+    assert ws.close_code() == ([], 1008)
+    assert [m["data"] for m in upstream.ws.messages()] == ["hello"]
 
 
 def test_upgrade_judged_as_rest(proxy, upstream):
@@ -189,7 +229,7 @@ def test_compressed_frame_without_negotiation_refused(proxy, upstream):
     bomb = zlib.compressobj(9, zlib.DEFLATED, -15)
     data = bomb.compress(b"\0" * (64 * 1024 * 1024)) + bomb.flush(zlib.Z_SYNC_FLUSH)
     assert len(data) < 128 * 1024  # a bomb: a small frame, a huge message
-    ws = RawWs(proxy, "/chat", extra="Sec-WebSocket-Extensions: permessage-deflate\r\n")
+    ws = RawWs(proxy, "/chat")  # no extension offered: RSV1 means nothing
     assert ws.status == 101 and "sec-websocket-extensions" not in ws.head.lower()
     ws.send(frame(TEXT, b"plain"))
     assert ws.recv() == (True, TEXT, b"plain")  # positive control
@@ -234,8 +274,10 @@ def test_placeholders_resolved_only_where_the_endpoint_says(proxy, upstream):
     msg = f'{{"auth": "{PH}WS_TOKEN"}}'
     got, code = asyncio.run(talk(tunnel(proxy, "creds.test"), proxy.ca, "/chat", [msg],
                                  host="creds.test"))
-    # the server received the secret; its echo reached the agent masked
+    # the server received the secret; its echo reached the agent masked (no
+    # compression toward a credential endpoint: it would hide the echo)
     assert [m["data"] for m in upstream.ws.messages()] == ['{"auth": "s3cr3t-ws-token"}']
+    assert upstream.ws.wait("open", "/chat")[-1]["extensions"] == []
     assert code is None and got == ['{"auth": "' + "*" * len("s3cr3t-ws-token") + '"}']
     upstream.ws.clear()
     # positive control: an endpoint without websocket_credential_rewrite

@@ -1,6 +1,6 @@
 """The proxy under AddressSanitizer + LeakSanitizer through WebSocket load:
-allowed and denied messages from a real client over wss://, credential
-rewriting, every framing attack of test_proxy_websocket, and connections
+allowed and denied messages from a real client over wss:// (compressed),
+credential rewriting, compression bombs, every framing attack of test_proxy_websocket, and connections
 abandoned mid-frame and mid-message: zero leak or memory-error reports when
 it exits. Uses the sanitizer build (build-san) beside the normal one."""
 import asyncio
@@ -13,12 +13,14 @@ from tests.lib import build, proxy_util
 from tests.lib.proxy_util import Proxy
 
 pytest.importorskip("websockets")
-from test_proxy_websocket import CREDS, POLICY, talk, tunnel, upstream  # noqa: E402,F401
+from test_proxy_websocket import (CREDS, POLICY, deflated, talk, tunnel,  # noqa: E402
+                                  upstream)  # noqa: F401 (the fixture)
 from tests.integration.ws_util import BINARY, CONT, PING, TEXT, RawWs, frame  # noqa: E402
 
 pytestmark = build.needs("openshell-proxy")
 
 SAN_BIN = proxy_util.SAN_PROXY_BIN
+BOMB = deflated(b"\0" * (16 << 20))
 
 
 def attacks(p):
@@ -30,6 +32,11 @@ def attacks(p):
     ws = RawWs(p, "/other")
     ws.send(frame(TEXT, b"de", fin=False), frame(CONT, b"nied"))
     ws.close_code()
+    offer = "Sec-WebSocket-Extensions: permessage-deflate\r\n"
+    for bad in (BOMB, b"\xff\xff\xff\xff"):
+        ws = RawWs(p, "/chat", extra=offer)
+        ws.send(frame(TEXT, deflated(b"ok"), rsv=0x40), frame(TEXT, bad, rsv=0x40))
+        ws.close_code()
     # abandoned: mid-text message, mid-binary frame, mid-head
     for tail in (frame(TEXT, b"a" * 5000, fin=False), frame(BINARY, b"b" * 70000)[:30000],
                  frame(TEXT, b"c" * 300)[:3]):

@@ -234,6 +234,8 @@ bool proxy_ws_check_upgrade(struct conn *c, const struct http_request *req, cons
 /* Whether request header h goes upstream as is on this exchange. */
 bool proxy_ws_header_dropped(const struct conn *c, struct http_slice name);
 bool proxy_ws_hop_kept(const struct conn *c, struct http_slice name);
+/* The Sec-WebSocket-Extensions offer sent upstream instead, or NULL. */
+const char *proxy_ws_offer(const struct conn *c);
 int proxy_ws_accept(struct conn *c, const struct http_response *resp, size_t head_len,
 		    os_error *err);
 enum step_result proxy_ws_step(struct conn *c);
@@ -271,6 +273,10 @@ int body_init_request(struct body *b, const struct http_request *req, os_error *
 /* Reads from one side into b within its cap and c's budget: true if bytes
  * came, *eof on end of stream or error. */
 bool conn_read_side(struct conn *c, struct stream *s, struct buf *b, bool *eof);
+/* Queues resp's status line and headers for the agent, those skip() names
+ * left out, without the blank line that ends the head. */
+int conn_write_response_head(struct conn *c, const struct http_response *resp,
+			     bool (*skip)(struct http_slice name), os_error *err);
 /* Moves framed body bytes from in to out: the number moved, or -1 on a
  * framing error. */
 ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err);

@@ -234,7 +234,8 @@ static bool framing_header(struct http_slice n)
 /* The head of a chunked answer that is scrubbed: a chunk boundary inside a
  * secret would hide it from the scrubber, so the body is relayed decoded,
  * delimited by the end of the connection. */
-static int unchunked_head(struct conn *c, const struct http_response *resp, os_error *err)
+int conn_write_response_head(struct conn *c, const struct http_response *resp,
+			     bool (*skip)(struct http_slice name), os_error *err)
 {
 	char reason[128];
 	size_t rl = resp->reason.len < sizeof reason ? resp->reason.len : sizeof reason - 1;
@@ -244,11 +245,16 @@ static int unchunked_head(struct conn *c, const struct http_response *resp, os_e
 		return -1;
 	for (size_t i = 0; i < resp->headers.n; i++) {
 		const struct http_header *h = &resp->headers.v[i];
-		if (!framing_header(h->name) &&
-		    http_write_header_slice(&c->cout, h->name, h->value, err) < 0)
+		if (!skip(h->name) && http_write_header_slice(&c->cout, h->name, h->value, err) < 0)
 			return -1;
 	}
-	if (http_write_header(&c->cout, "Connection", "close", err) < 0)
+	return 0;
+}
+
+static int unchunked_head(struct conn *c, const struct http_response *resp, os_error *err)
+{
+	if (conn_write_response_head(c, resp, framing_header, err) < 0 ||
+	    http_write_header(&c->cout, "Connection", "close", err) < 0)
 		return -1;
 	return buf_append_str(&c->cout, "\r\n", err);
 }

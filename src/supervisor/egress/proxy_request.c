@@ -315,9 +315,12 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	if (val.data)
 		memset(val.data, 0, val.alloc); /* may have held a secret */
 	buf_free(&val);
-	if (rc == 0 && c->ws_upgrade)
+	if (rc == 0 && c->ws_upgrade) {
 		rc = http_write_header(o, "Connection", "Upgrade", &err);
-	else if (rc == 0 && c->client_close)
+		if (rc == 0 && proxy_ws_offer(c))
+			rc = http_write_header(o, "Sec-WebSocket-Extensions", proxy_ws_offer(c),
+					       &err);
+	} else if (rc == 0 && c->client_close)
 		rc = http_write_header(o, "Connection", "close", &err);
 	if (rc == 0)
 		rc = buf_append_str(o, "\r\n", &err);

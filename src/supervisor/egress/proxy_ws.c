@@ -8,9 +8,9 @@
  * come. The server's bytes pass through unchanged, but their frame
  * boundaries are tracked, so that the proxy can end the connection with a
  * close frame of its own: 1008 for a denied message, 1009 too big, 1002
- * protocol error, 1007 invalid UTF-8. permessage-deflate is refused: the
- * offer is removed from the upgrade request (a compressed message could not
- * be judged as sent), and a 101 that accepts any extension fails. */
+ * protocol error, 1007 invalid UTF-8. permessage-deflate is negotiated so
+ * that each client message inflates on its own (proxy_ws_deflate.c) and is
+ * judged on its text; a 101 that accepts an extension not offered fails. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,7 @@
 #include "log.h"
 #include "parse.h"
 #include "proxy_internal.h"
+#include "proxy_ws_int.h"
 #include "wsframe.h"
 
 struct ws_relay {
@@ -36,6 +37,9 @@ struct ws_relay {
 	size_t head_len; /* ...while it waits for room in uout */
 	size_t sending; /* bytes of msg still to go out as the allowed frame */
 	bool secret; /* msg holds a resolved credential: wiped once sent */
+	bool compressed; /* msg is permessage-deflate data */
+	struct buf plain; /* ...and its text, decompressed for the judgement */
+	char offer[256]; /* the permessage-deflate offer passed on, or "" */
 	/* server -> client */
 	uint64_t srv_left; /* payload bytes of the server's current frame to relay */
 	int close_code; /* non-zero: the close frame goes at the next server boundary */
@@ -73,13 +77,14 @@ void proxy_ws_free(struct conn *c)
 	free(w->target);
 	free(w->logged);
 	wipe(&w->msg);
+	wipe(&w->plain);
 	free(w);
 	c->ws = NULL;
 }
 
 size_t proxy_ws_held(const struct conn *c)
 {
-	return c->ws ? c->ws->msg.alloc : 0;
+	return c->ws ? c->ws->msg.alloc + c->ws->plain.alloc : 0;
 }
 
 static const char *upgrade_problem(const struct http_request *req)
@@ -119,9 +124,22 @@ bool proxy_ws_check_upgrade(struct conn *c, const struct http_request *req, cons
 		return false;
 	}
 	buf_init(&w->msg, WS_TEXT_MAX);
+	buf_init(&w->plain, WS_TEXT_MAX);
+	/* Toward an endpoint that may receive a secret, the server's messages
+	 * must stay readable to be scrubbed of it: no compression offered
+	 * (as Accept-Encoding is dropped for REST). */
+	const struct http_slice *ext = find_header(&req->headers, "sec-websocket-extensions");
+	bool secrets = c->ep->credential_provider || conn_holds_secret(c);
+	if (ext && !secrets && ws_deflate_offer(ext->p, ext->len, w->offer, sizeof w->offer) < 0)
+		w->offer[0] = '\0'; /* an offer too long to pass on is not made */
 	c->ws = w;
 	c->ws_upgrade = true;
 	return true;
+}
+
+static bool is_extensions(struct http_slice name)
+{
+	return name_is(name, "sec-websocket-extensions");
 }
 
 bool proxy_ws_hop_kept(const struct conn *c, struct http_slice name)
@@ -131,7 +149,22 @@ bool proxy_ws_hop_kept(const struct conn *c, struct http_slice name)
 
 bool proxy_ws_header_dropped(const struct conn *c, struct http_slice name)
 {
-	return c->ws_upgrade && name_is(name, "sec-websocket-extensions");
+	return c->ws_upgrade && is_extensions(name);
+}
+
+const char *proxy_ws_offer(const struct conn *c)
+{
+	return c->ws_upgrade && c->ws && c->ws->offer[0] ? c->ws->offer : NULL;
+}
+
+/* The 101 for the agent with the negotiated extension made inspectable. */
+static int rebuilt_head(struct conn *c, const struct http_response *resp, const char *ext,
+			os_error *err)
+{
+	if (conn_write_response_head(c, resp, is_extensions, err) < 0 ||
+	    http_write_header(&c->cout, "Sec-WebSocket-Extensions", ext, err) < 0)
+		return -1;
+	return buf_append_str(&c->cout, "\r\n", err);
 }
 
 int proxy_ws_accept(struct conn *c, const struct http_response *resp, size_t head_len,
@@ -143,12 +176,18 @@ int proxy_ws_accept(struct conn *c, const struct http_response *resp, size_t hea
 				    "to");
 	if (!value_is(find_header(&resp->headers, "upgrade"), "websocket"))
 		return os_error_set(err, EPROTO, "the upstream's 101 does not switch to websocket");
-	if (find_header(&resp->headers, "sec-websocket-extensions"))
+	const struct http_slice *ext = find_header(&resp->headers, "sec-websocket-extensions");
+	char agreed[320];
+	if (ext && !c->ws->offer[0])
 		return os_error_set(err, EPROTO,
 				    "the upstream accepted a WebSocket extension the proxy did not "
 				    "offer");
-	if (buf_append(&c->cout, c->uin.data, head_len, err) < 0)
+	if (ext && (ws_deflate_answer(ext->p, ext->len, agreed, sizeof agreed, err) < 0 ||
+		    rebuilt_head(c, resp, agreed, err) < 0))
 		return -1;
+	if (!ext && buf_append(&c->cout, c->uin.data, head_len, err) < 0)
+		return -1;
+	c->ws->in.deflate = ext != NULL;
 	buf_consume(&c->uin, head_len);
 	c->resp_head_done = true;
 	audit_decision(c, "websocket", "allow", "upgraded", "GET", c->ws->logged, NULL);
@@ -177,13 +216,16 @@ static void ws_fail(struct conn *c, int code, const char *reason, const char *de
 	buf_append(&c->uout, f, n + 2, NULL); /* best effort: the upstream is closed next */
 }
 
-/* websocket_credential_rewrite: the message with its placeholders resolved
- * replaces msg; the agent's answers are scrubbed of secrets from now on. */
-static bool resolve_placeholders(struct conn *c, struct ws_relay *w)
+/* websocket_credential_rewrite: text with its placeholders resolved
+ * replaces msg; the agent's answers are scrubbed of secrets from now on.
+ * Compression is never negotiated toward such an endpoint (the server's
+ * answers could not be scrubbed), so a compressed message here is refused. */
+static bool resolve_placeholders(struct conn *c, struct ws_relay *w, const struct buf *text)
 {
 	struct buf out;
 	buf_init(&out, 2 * WS_TEXT_MAX);
-	const char *why = proxy_ws_rewrite(c, w->msg.data, w->msg.len, &out);
+	const char *why = w->compressed ? "credential_compressed"
+					: proxy_ws_rewrite(c, text->data, text->len, &out);
 	if (why) {
 		wipe(&out);
 		ws_fail(c, WS_CLOSE_POLICY, why,
@@ -192,18 +234,38 @@ static bool resolve_placeholders(struct conn *c, struct ws_relay *w)
 				: "credential placeholder in a WebSocket message not resolved");
 		return false;
 	}
-	buf_free(&w->msg);
-	w->msg = out;
+	wipe(&w->msg);
+	w->msg = out; /* taken: wiped once sent */
 	w->secret = true;
 	c->injected = c->masking = true;
 	conn_mark_secret_holder(c);
 	return true;
 }
 
-/* A whole text message: valid UTF-8, then judged. */
+/* A compressed message's text into plain: false (failed) when it does not
+ * decompress or is too big once it does. */
+static bool decompress(struct conn *c, struct ws_relay *w)
+{
+	os_error err = { 0 };
+	buf_reset(&w->plain);
+	if (ws_inflate(&w->msg, &w->plain, WS_TEXT_MAX, &err) == 0)
+		return true;
+	if (err.code == EMSGSIZE)
+		ws_fail(c, WS_CLOSE_TOO_BIG, "websocket_too_big", err.msg);
+	else
+		ws_fail(c, WS_CLOSE_INVALID_DATA, "websocket_bad_deflate", err.msg);
+	return false;
+}
+
+/* A whole text message (decompressed when it came compressed): valid UTF-8,
+ * judged, its placeholders resolved where the endpoint says, and queued as
+ * one frame (a compressed one as it came). */
 static void judge_message(struct conn *c, struct ws_relay *w)
 {
-	if (!ws_utf8_valid((const uint8_t *)w->msg.data, w->msg.len)) {
+	if (w->compressed && !decompress(c, w))
+		return;
+	struct buf *text = w->compressed ? &w->plain : &w->msg;
+	if (!ws_utf8_valid((const uint8_t *)text->data, text->len)) {
 		ws_fail(c, WS_CLOSE_INVALID_DATA, "websocket_invalid_utf8",
 			"websocket text message is not valid UTF-8");
 		return;
@@ -217,9 +279,12 @@ static void judge_message(struct conn *c, struct ws_relay *w)
 	audit_decision(c, "websocket", d.verdict == POLICY_AUDIT ? "audit" : "allow",
 		       policy_reason_name(d.reason), POLICY_WEBSOCKET_TEXT_METHOD, w->logged, NULL);
 	if (c->ep->websocket_credential_rewrite &&
-	    proxy_ws_has_placeholder(w->msg.data, w->msg.len) && !resolve_placeholders(c, w))
+	    proxy_ws_has_placeholder(text->data, text->len) && !resolve_placeholders(c, w, text))
 		return;
+	buf_reset(&w->plain);
 	w->head_len = ws_put_head(w->head, WS_OP_TEXT, w->msg.len, w->msg_mask);
+	if (w->compressed)
+		w->head[0] |= 0x40; /* RSV1: permessage-deflate */
 	w->sending = w->msg.len;
 }
 
@@ -300,8 +365,10 @@ static bool next_frame(struct conn *c, struct ws_relay *w)
 	}
 	if (h.opcode >= WS_OP_CLOSE)
 		return relay_control(c, &h) > 0;
-	if (h.opcode == WS_OP_TEXT)
+	if (h.opcode == WS_OP_TEXT) {
 		memcpy(w->msg_mask, h.mask, 4);
+		w->compressed = w->in.compressed;
+	}
 	if (!text)
 		buf_append(&c->uout, c->cin.data, h.head_len, NULL);
 	buf_consume(&c->cin, h.head_len);
