@@ -33,6 +33,13 @@ network_policies:
           - allow: { method: WEBSOCKET_TEXT, path: /rooms, query: { room: "ok-*" } }
         deny_rules:
           - { method: GET, path: /forbidden }
+      - host: api.test
+        port: 9001
+        allowed_ips: ["198.51.100.0/24"]
+        protocol: websocket
+        enforcement: audit
+        rules:
+          - allow: { method: GET, path: "/**" }
       - host: creds.test
         ports: [9001, 9443]
         allowed_ips: ["198.51.100.0/24"]
@@ -306,3 +313,14 @@ def test_placeholders_never_resolved_over_plain_ws(proxy, upstream):
     assert ws.close_code() == ([], 1008)
     assert [m["data"] for m in upstream.ws.messages()] == ["no placeholder"]
     assert proxy.last_audit(event="websocket", decision="deny")["reason"] == "credential_plaintext"
+
+
+def test_audit_enforcement_forwards_and_records(proxy, upstream):
+    ws = RawWs(proxy, "/anything", host="api.test")
+    ws.send(frame(TEXT, b"would be denied"))
+    assert ws.recv() == (True, TEXT, b"would be denied")
+    rec = proxy.last_audit(event="websocket", method="WEBSOCKET_TEXT", host="api.test")
+    assert rec and rec["decision"] == "audit" and rec["reason"] == "no_matching_rule"
+    # framing is enforced whatever the enforcement
+    ws.send(frame(TEXT, b"x", mask=False))
+    assert ws.close_code() == ([], 1002)
