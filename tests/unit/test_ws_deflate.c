@@ -41,9 +41,17 @@ static void answers(void **state)
 	assert_int_equal(ws_deflate_answer(ok, strlen(ok), out, sizeof out, &err), 0);
 	assert_string_equal(out, "permessage-deflate; server_max_window_bits=12; "
 				 "client_no_context_takeover");
-	const char *bad[] = { "permessage-deflate, permessage-deflate", "x-other",
+	const char *spaced = "permessage-deflate; server_max_window_bits = 10 ";
+	assert_int_equal(ws_deflate_answer(spaced, strlen(spaced), out, sizeof out, &err), 0);
+	/* found by fuzz_ws_deflate: a name the agent would not recognise is not
+	 * taken for client_no_context_takeover; quoted values are bounded */
+	const char *bad[] = { "permessage-deflate, permessage-deflate",
+			      "x-other",
 			      "permessage-deflate; client_max_window_bits", /* needs a value */
-			      "permessage-deflate; bogus" };
+			      "permessage-deflate; bogus",
+			      "permessage-deflate; client_no_context_taKeover",
+			      "permessage-deflate; client_max_window_bits=\"30\"",
+			      "Permessage-Deflate" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_int_equal(ws_deflate_answer(bad[i], strlen(bad[i]), out, sizeof out, &err),
 				 -1);

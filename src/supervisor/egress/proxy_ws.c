@@ -206,7 +206,7 @@ static void ws_fail(struct conn *c, int code, const char *reason, const char *de
 		       detail);
 	log_debug("proxy: websocket to %s closed with %d: %s", c->host, code, detail);
 	w->close_code = code;
-	bool mid_frame = (w->in_frame && !w->text && w->done > 0) || w->sending;
+	bool mid_frame = (w->in_frame && !w->text) || w->sending; /* its head went */
 	uint8_t mask[4], f[WS_HEAD_MAX + 2];
 	if (mid_frame || getrandom(mask, sizeof mask, 0) != sizeof mask)
 		return;

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <zlib.h>
 
 #include "proxy_ws_int.h"
@@ -26,9 +25,11 @@ static const char *trim(const char *s, size_t *n)
 	return s;
 }
 
+/* Names compare exactly, as RFC 7692 spells them and clients match them: a
+ * parameter the agent would not recognise must not count as given. */
 static bool is(const char *s, size_t n, const char *word)
 {
-	return n == strlen(word) && strncasecmp(s, word, n) == 0;
+	return n == strlen(word) && memcmp(s, word, n) == 0;
 }
 
 /* One parameter of a permessage-deflate offer or answer: the four RFC 7692
@@ -44,7 +45,7 @@ static bool param_ok(const char *p, size_t n, bool answer, bool *client_nct)
 		return is(k, kl, "server_no_context_takeover") ||
 		       (!answer && is(k, kl, "client_max_window_bits"));
 	}
-	size_t vl = n - kl - 1 - (size_t)(k - p);
+	size_t vl = n - (size_t)(eq - p) - 1; /* what follows '=' */
 	const char *v = trim(eq + 1, &vl);
 	if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"')
 		v++, vl -= 2;
@@ -104,8 +105,8 @@ int ws_deflate_answer(const char *value, size_t len, char *out, size_t cap, os_e
 	if (memchr(ext, ',', tl) || !pmd_ok(ext, tl, true, &nct))
 		return os_error_set(err, EPROTO,
 				    "the upstream accepted a WebSocket extension the proxy did not "
-				    "offer: %.80s",
-				    value);
+				    "offer: %.*s",
+				    (int)(len < 80 ? len : 80), value); /* value: not NUL-ended */
 	int w = snprintf(out, cap, "%.*s%s", (int)tl, ext,
 			 nct ? "" : "; client_no_context_takeover");
 	if (w < 0 || (size_t)w >= cap)
