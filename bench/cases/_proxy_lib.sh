@@ -36,7 +36,45 @@ px_cleanup() {
 	[ -n "${PX_VETH:-}" ] && ip link del "$PX_VETH" 2>/dev/null
 	[ -n "${PX_NS:-}" ] && ip netns del "$PX_NS" 2>/dev/null
 	[ -n "${PX_DIR:-}" ] && rm -rf "$PX_DIR"
+	px_cgroup_leave
 	return 0
+}
+
+# px_cgroup_enter: moves this script (so every client it starts) into a
+# cgroup of its own, which the proxy is told to search for callers' sockets,
+# as the supervisor searches a sandbox's cgroup; the proxy runs on the host,
+# and without it every lookup would walk every process of the machine. Sets
+# PX_CGROUP ("" when this machine has no writable cgroup hierarchy, or
+# BENCH_PROXY_CGROUP=0 asks for the walk of the whole namespace).
+px_cgroup_enter() {
+	local root
+	PX_CGROUP=
+	[ "${BENCH_PROXY_CGROUP:-1}" = 0 ] && return 0
+	for root in /sys/fs/cgroup/pids /sys/fs/cgroup/unified /sys/fs/cgroup; do
+		[ -w "$root/cgroup.procs" ] || continue
+		# Where we are now in that hierarchy, to go back at the end.
+		if [ "$root" = /sys/fs/cgroup/pids ]; then
+			PX_CGROUP_HOME=$(sed -n 's/^[0-9]*:pids:\(.*\)$/\1/p' /proc/self/cgroup)
+		else
+			PX_CGROUP_HOME=$(sed -n 's/^0::\(.*\)$/\1/p' /proc/self/cgroup)
+		fi
+		mkdir "$root/openshell-bench-$$" 2>/dev/null || continue
+		PX_CGROUP=$root/openshell-bench-$$
+		PX_CGROUP_ROOT=$root
+		echo $$ >"$PX_CGROUP/cgroup.procs" || { rmdir "$PX_CGROUP"; PX_CGROUP=; continue; }
+		return 0
+	done
+}
+
+px_cgroup_leave() {
+	[ -n "${PX_CGROUP:-}" ] || return 0
+	local p
+	for p in $(cat "$PX_CGROUP/cgroup.procs" 2>/dev/null); do
+		echo "$p" >"$PX_CGROUP_ROOT${PX_CGROUP_HOME%/}/cgroup.procs" 2>/dev/null ||
+			echo "$p" >"$PX_CGROUP_ROOT/cgroup.procs" 2>/dev/null
+	done
+	rmdir "$PX_CGROUP" 2>/dev/null
+	PX_CGROUP=
 }
 
 # px_wait_line FILE PATTERN [SECONDS]: waits (default 10 s) for a line
@@ -70,6 +108,7 @@ px_setup() {
 	PX_NET=198.19.$tag.0/24
 	trap px_cleanup EXIT
 	trap 'exit 130' INT TERM
+	px_cgroup_enter
 	ip netns add "$PX_NS"
 	ip link add "$PX_VETH" type veth peer name "${PX_VETH}p"
 	ip link set "${PX_VETH}p" netns "$PX_NS"
@@ -118,8 +157,10 @@ px_policy() {
 # Callers are identified from this script's process down.
 px_start_proxy() {
 	px_bg ours.log "$PROXY_BIN" --listen 127.0.0.1:0 --policy "$PX_DIR/policy.yaml" \
-		--identity-pid $$ --hosts "$PX_DIR/hosts" --dns 127.0.0.1:9 \
-		--audit-log "$PX_DIR/audit.log" --max-conns 8192 --sandbox-id bench
+		--identity-pid $$ ${PX_CGROUP:+--identity-cgroup "$PX_CGROUP"} \
+		--hosts "$PX_DIR/hosts" --dns 127.0.0.1:9 \
+		--audit-log "$PX_DIR/audit.log" --max-conns 8192 --max-upstream-connections 8192 \
+		--sandbox-id bench
 	OURS_PID=$PX_LAST
 	px_wait_line "$PX_DIR/ours.log" '^listening on 127\.0\.0\.1:[0-9]+$' || return 1
 	OURS_PORT=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$PX_DIR/ours.log")

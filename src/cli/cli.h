@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "client.h"
 
@@ -17,7 +18,8 @@
 
 struct cli {
 	struct client client;
-	bool json; /* -o json */
+	bool json; /* -o json or -o yaml: structured output */
+	bool yaml; /* -o yaml: written as YAML (cli_yaml.c) */
 	const char *gateway; /* --gateway */
 };
 
@@ -36,6 +38,14 @@ int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_table(struct cli *cli, const json_t *rows, const char *const cols[], const char *key);
 /* Prints one object as "key: value" lines, or JSON. */
 void cli_object(struct cli *cli, const json_t *obj);
+
+/* v as a YAML document on f (-o yaml); < 0 when the emitter failed. */
+int cli_yaml_dump(const json_t *v, FILE *f);
+
+/* Polls sandbox NAME until its phase is one of phases (or it is gone, when
+ * gone_ok: an empty object), with a progress line on a terminal; NULL after
+ * printing why when the wait failed. */
+json_t *cli_wait_phase(struct cli *cli, const char *name, const char *const phases[], bool gone_ok);
 
 /* Reads a whole file (policy YAML) into a malloc'd string; prints on error. */
 char *cli_read_file(const char *path);

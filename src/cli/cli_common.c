@@ -76,8 +76,7 @@ void cli_table(struct cli *cli, const json_t *rows, const char *const cols[], co
 {
 	if (cli->json) {
 		_cleanup_json_ json_t *o = json_pack("{s:O}", key, rows);
-		json_dumpf(o, stdout, JSON_INDENT(2));
-		putchar('\n');
+		cli_object(cli, o);
 		return;
 	}
 	size_t ncol = 0, w[16] = { 0 }, i, c;
@@ -110,6 +109,11 @@ void cli_table(struct cli *cli, const json_t *rows, const char *const cols[], co
 
 void cli_object(struct cli *cli, const json_t *obj)
 {
+	if (cli->yaml) {
+		if (cli_yaml_dump(obj, stdout) < 0)
+			cli_fail("writing YAML failed");
+		return;
+	}
 	if (cli->json) {
 		json_dumpf(obj, stdout, JSON_INDENT(2));
 		putchar('\n');

@@ -1,4 +1,4 @@
-/* cmd_exec.c - `openshell sandbox exec [--tty] NAME -- CMD...` and
+/* cmd_exec.c - `openshell sandbox exec [-i] [-t] NAME [--] CMD...` and
  * `openshell sandbox connect NAME`: one upgraded connection to the gateway
  * (docs/exec.md; TLS for https:// through tls_client.h) carrying stdin, stdout, stderr, terminal size and the exit
  * status as frames. The CLI exits with the command's status; 125 when the
@@ -265,18 +265,26 @@ int cmd_exec(struct cli *cli, int argc, char **argv)
 	bool tty = false;
 	const char *name = NULL;
 	int i = 0;
-	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
-		if (!strcmp(argv[i], "--tty") || !strcmp(argv[i], "-t"))
+	/* As docker users type it: -i, -t, -it, and NAME CMD... with or without
+	 * "--". stdin is always forwarded, so -i only says so. */
+	for (; i < argc && strcmp(argv[i], "--") != 0 && !name; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--tty") || !strcmp(a, "-t") || !strcmp(a, "-it") ||
+		    !strcmp(a, "-ti"))
 			tty = true;
-		else if (!name && argv[i][0] != '-')
-			name = argv[i];
+		else if (!strcmp(a, "--interactive") || !strcmp(a, "-i"))
+			continue;
+		else if (a[0] != '-')
+			name = a;
 		else
-			return cli_usage("sandbox exec: unexpected %s", argv[i]);
+			return cli_usage("sandbox exec: unexpected %s", a);
 	}
-	if (!name || i >= argc - 1)
-		return cli_usage("usage: openshell sandbox exec [--tty] NAME -- CMD [ARG...]");
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (!name || i >= argc)
+		return cli_usage("usage: openshell sandbox exec [-i] [-t] NAME [--] CMD [ARG...]");
 	_cleanup_json_ json_t *cmd = json_array();
-	for (i++; i < argc; i++)
+	for (; i < argc; i++)
 		json_array_append_new(cmd, json_string(argv[i]));
 	return run_exec(cli, name, cmd, tty);
 }

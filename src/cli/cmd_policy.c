@@ -129,7 +129,8 @@ static int set(struct cli *cli, int argc, char **argv)
 
 int cmd_policy(struct cli *cli, int argc, char **argv)
 {
-	static const char *const cols[] = { "revision", "status", "hash", "message", NULL };
+	static const char *const cols[] = { "revision", "status",  "in_force",
+					    "hash",	"message", NULL };
 	const char *sub = argc > 0 ? argv[0] : "";
 	char seg[256], path[512];
 	long status = 0;
@@ -161,10 +162,21 @@ int cmd_policy(struct cli *cli, int argc, char **argv)
 	if (!out)
 		return CLI_FAIL;
 	if (get && !cli->json) {
-		printf("# revision %lld (%s)\n%s",
+		bool force = json_is_true(json_object_get(out, "in_force"));
+		printf("# revision %lld (%s%s)\n%s",
 		       (long long)json_integer_value(json_object_get(out, "revision")),
 		       json_string_value(json_object_get(out, "status")),
+		       force ? ", in force" : ": not in force yet",
 		       json_string_value(json_object_get(out, "policy")));
+		size_t i;
+		json_t *r;
+		json_array_foreach (json_object_get(out, "newer"), i, r) {
+			const char *msg = json_string_value(json_object_get(r, "message"));
+			fprintf(stderr, "openshell: revision %lld is %s%s%s (not in force)\n",
+				(long long)json_integer_value(json_object_get(r, "revision")),
+				json_string_value(json_object_get(r, "status")),
+				msg && *msg ? ": " : "", msg && *msg ? msg : "");
+		}
 		return CLI_OK;
 	}
 	if (get)

@@ -1,6 +1,5 @@
 /* cmd_sandbox.c - `openshell sandbox create|list|get|delete|stop|start|logs`.
- * create attaches to the agent's output unless --detach and exits with the
- * agent's code; every wait shows a progress line and ends on Error with the
+ * create runs the agent in the foreground unless --detach (attach.c); every wait shows a progress line and ends on Error with the
  * gateway's reason. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "attach.h"
 #include "cli.h"
 #include "json.h"
 #include "parse.h"
@@ -35,9 +35,7 @@ static bool phase_in(const json_t *row, const char *const phases[])
 	return false;
 }
 
-/* Polls the sandbox until its phase is one of phases (or gone, when gone_ok). */
-static json_t *wait_phase(struct cli *cli, const char *name, const char *const phases[],
-			  bool gone_ok)
+json_t *cli_wait_phase(struct cli *cli, const char *name, const char *const phases[], bool gone_ok)
 {
 	char path[512];
 	bool tty = isatty(STDERR_FILENO);
@@ -84,7 +82,7 @@ static int add_kv(json_t *obj, const char *kv, const char *flag)
 }
 
 /* Parses create's flags into the API body; *detach set by --detach. */
-static int create_body(int argc, char **argv, json_t *body, bool *detach)
+static int create_body(int argc, char **argv, json_t *body, bool *detach, struct attach_opts *fg)
 {
 	json_t *env = json_object(), *labels = json_object(), *provs = json_array();
 	json_object_set_new(body, "env", env);
@@ -103,6 +101,11 @@ static int create_body(int argc, char **argv, json_t *body, bool *detach)
 		}
 		if (!strcmp(a, "--detach") || !strcmp(a, "-d")) {
 			*detach = true;
+			continue;
+		}
+		if (!strcmp(a, "--verbose") || !strcmp(a, "-v") || !strcmp(a, "--rm")) {
+			fg->verbose |= a[2] != 'r';
+			fg->rm |= a[2] == 'r';
 			continue;
 		}
 		if (!v)
@@ -164,54 +167,34 @@ static void print_sandbox(struct cli *cli, const json_t *row)
 		printf("no pods\n");
 }
 
-static int exit_of(const json_t *row)
-{
-	const json_t *ec = json_object_get(row, "exit_code");
-	if (json_is_integer(ec))
-		return (int)json_integer_value(ec);
-	return CLI_FAIL;
-}
-
 static int create(struct cli *cli, int argc, char **argv)
 {
 	static const char *const settled[] = { "Ready",	    "Error",  "Stopped",
 					       "Succeeded", "Failed", NULL };
-	static const char *const over[] = { "Error", "Stopped", "Succeeded", "Failed", NULL };
-	_cleanup_json_ json_t *body = json_object(), *made = NULL, *row = NULL, *end = NULL;
+	_cleanup_json_ json_t *body = json_object(), *made = NULL, *row = NULL;
 	bool detach = false;
+	struct attach_opts fg = { 0 };
 	long status = 0;
-	int rc = create_body(argc, argv, body, &detach);
+	int rc = create_body(argc, argv, body, &detach, &fg);
 	if (rc)
 		return rc;
+	if (detach && fg.rm)
+		return cli_usage("sandbox create: --rm deletes the sandbox when its agent ends, "
+				 "which --detach does not wait for");
 	if (!(made = cli_api(cli, "POST", "/v1/sandboxes", body, &status)))
 		return CLI_FAIL;
 	const char *name = json_string_value(json_object_get(made, "name"));
-	if (!(row = wait_phase(cli, name, settled, false)))
+	if (!(row = cli_wait_phase(cli, name, settled, false)))
 		return CLI_FAIL;
-	char path[512];
-	os_error err = { 0 };
-	if (!detach && json_is_integer(json_object_get(row, "exit_code"))) {
-		/* The agent already finished: show its output, return its code. */
-		snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs", name);
-		if (client_stream(&cli->client, path, STDOUT_FILENO, &err) < 0)
-			return cli_fail("%s", err.msg);
-		return exit_of(row);
-	}
-	if (!phase_in(row, (const char *const[]){ "Ready", NULL })) {
-		print_sandbox(cli, row);
+	/* Ready, or already over (the agent finished, or setting up failed): the
+	 * foreground run shows its output either way. */
+	if (!detach)
+		return attach_foreground(cli, name, &fg);
+	print_sandbox(cli, row);
+	if (!phase_in(row, (const char *const[]){ "Ready", NULL }))
 		return cli_fail("sandbox %s did not become Ready: %s", name,
 				json_string_value(json_object_get(row, "message")));
-	}
-	if (detach) {
-		print_sandbox(cli, row);
-		return CLI_OK;
-	}
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs?follow=1", name);
-	if (client_stream(&cli->client, path, STDOUT_FILENO, &err) < 0)
-		return cli_fail("%s", err.msg);
-	if (!(end = wait_phase(cli, name, over, false)))
-		return CLI_FAIL;
-	return exit_of(end);
+	return CLI_OK;
 }
 
 static int simple(struct cli *cli, const char *method, const char *name, const char *action,
@@ -230,7 +213,7 @@ static int simple(struct cli *cli, const char *method, const char *name, const c
 		cli_object(cli, out);
 		return CLI_OK;
 	}
-	if (!(row = wait_phase(cli, seg, wait_for, gone_ok)))
+	if (!(row = cli_wait_phase(cli, seg, wait_for, gone_ok)))
 		return CLI_FAIL;
 	if (json_object_size(row) == 0) {
 		if (!cli->json)

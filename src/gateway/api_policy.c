@@ -8,16 +8,32 @@
 #include "cleanup.h"
 #include "gateway.h"
 #include "json.h"
+#include "parse.h"
 
 int api_check_policy(const char *yaml, os_error *err);
 
-static json_t *revision_view(const json_t *r, bool with_text)
+/* force: 1 or 0 adds "in_force" (the admin views), -1 leaves it out. */
+static json_t *revision_view(const json_t *r, bool with_text, int force)
 {
 	json_t *v = json_deep_copy(r);
 	json_object_del(v, "audit_mark");
 	if (!with_text)
 		json_object_del(v, "policy");
+	if (force >= 0)
+		json_object_set_new(v, "in_force", json_boolean(force));
 	return v;
+}
+
+/* Index of the revision in force: the newest loaded one (revs are newest
+ * first); the array's size when none has loaded yet. */
+static size_t in_force(const json_t *revs)
+{
+	size_t i;
+	const json_t *r;
+	json_array_foreach (revs, i, r)
+		if (!strcmp(str_or(json_string_value(json_object_get(r, "status")), ""), "loaded"))
+			return i;
+	return json_array_size(revs);
 }
 
 static int64_t audit_mark(struct gateway *gw, json_t *row)
@@ -101,15 +117,25 @@ bool api_policy_route(struct gateway *gw, const struct api_request *req, char **
 			       parts[1]),
 		       true;
 	resp->status = 200;
+	size_t force = in_force(revs), i;
+	json_t *r;
 	if (one) {
-		resp->body = revision_view(json_array_get(revs, 0), true);
+		/* The revision in force (the newest still pending when none is yet),
+		 * with the newer ones that are not, so nobody reads a failed
+		 * revision as the running policy. */
+		size_t shown = force < json_array_size(revs) ? force : 0;
+		json_t *view = revision_view(json_array_get(revs, shown), true, force == shown);
+		json_t *newer = json_array();
+		for (i = 0; i < shown; i++)
+			json_array_append_new(newer,
+					      revision_view(json_array_get(revs, i), false, false));
+		json_object_set_new(view, "newer", newer);
+		resp->body = view;
 		return true;
 	}
 	json_t *out = json_array();
-	size_t i;
-	json_t *r;
 	json_array_foreach (revs, i, r)
-		json_array_append_new(out, revision_view(r, false));
+		json_array_append_new(out, revision_view(r, false, i == force));
 	resp->body = json_pack("{s:o}", "revisions", out);
 	return true;
 }
@@ -136,7 +162,7 @@ bool api_supervisor_route(struct gateway *gw, const struct api_request *req, con
 		if (store_policy_latest(gw->store, id, &rev, &err) < 0)
 			return api_fail(resp, &err), true;
 		resp->status = 200;
-		resp->body = revision_view(rev, true);
+		resp->body = revision_view(rev, true, -1); /* the newest: what to load */
 		return true;
 	}
 	return api_session_route(gw, req, id, parts[3], resp);

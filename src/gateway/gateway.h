@@ -16,7 +16,9 @@
 #include "secret.h"
 #include "store.h"
 
-#define GW_BODY_MAX (1u << 20) /* request bodies: more is a 413 */
+/* Request bodies: more is a 413. Room for a sandbox command of 2 MiB (the
+ * kernel's ARG_MAX, src/drivers/local/local_spec.c) and its JSON escapes. */
+#define GW_BODY_MAX (4u << 20)
 #define GW_VERSION OPENSHELL_VERSION /* meson.build project version */
 #define EXEC_ID_HEX 32 /* exec ids: 16 random bytes as hex */
 #define EXEC_ATTACH_MS 10000 /* how long a client waits for the relay */

@@ -22,6 +22,8 @@
 #include "log.h"
 #include "loop.h"
 #include "parse.h"
+#include "proctitle.h"
+#include "state_lock.h"
 
 extern char **environ;
 
@@ -31,7 +33,7 @@ static const char usage_text[] =
 	"         [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
 	"         [--set SECTION.KEY=VALUE]...\n"
 	"       openshell-gateway --check-config FILE [--set SECTION.KEY=VALUE]...\n"
-	"Every key is also read from OPENSHELL_<SECTION>_<KEY> (see docs).\n"
+	"Every key is also read from OPENSHELL_<SECTION>_<KEY> (docs/settings.md).\n"
 	"--check-config validates FILE and the selected driver's section (a\n"
 	"kubernetes one against the cluster, read-only), prints a JSON report\n"
 	"on stdout and exits 0 (OK) or 1, without starting anything.\n";
@@ -103,7 +105,7 @@ static int default_state_dir(char *out, size_t cap, os_error *err)
 	return str_format(out, cap, err, "%s/.local/state/openshell", home);
 }
 
-static int open_state(struct gateway *gw, const struct config *cfg, os_error *err)
+static int open_state(struct gateway *gw, const struct config *cfg, int *lock_fd, os_error *err)
 {
 	const char *sd = config_get_string(cfg, "gateway", "state_dir");
 	char path[PATH_MAX + 64];
@@ -116,6 +118,9 @@ static int open_state(struct gateway *gw, const struct config *cfg, os_error *er
 		return os_error_errno(err, "creating state dir %s", gw->state_dir);
 	if (chmod(gw->state_dir, 0711) < 0)
 		return os_error_errno(err, "chmod 0711 %s", gw->state_dir);
+	/* Before anything in the directory is touched: it may be another's. */
+	if (state_lock_take(gw->state_dir, lock_fd, err) < 0)
+		return -1;
 	snprintf(path, sizeof(path), "%s/secrets.key", gw->state_dir);
 	if (secret_key_load_or_create(path, &gw->key, err) < 0)
 		return -1;
@@ -201,6 +206,7 @@ int main(int argc, char **argv)
 		return usage(stdout), 0;
 	if (argc == 2 && !strcmp(argv[1], "--version"))
 		return printf("openshell-gateway %s\n", GW_VERSION) < 0;
+	proctitle_init(argc, argv); /* before parsing: it copies nothing, argv stays ours */
 	signal(SIGPIPE, SIG_IGN);
 	/* Until the configured level is known: flag and config errors are records too. */
 	log_init("openshell-gateway", LOG_LVL_INFO, LOG_FMT_AUTO, STDERR_FILENO);
@@ -229,7 +235,8 @@ int main(int argc, char **argv)
 		config_free(cfg);
 		return code;
 	}
-	if (open_state(&gw, cfg, &err) < 0 || driver_host_open(&gw, cfg, &err) < 0 ||
+	_cleanup_close_ int lock_fd = -1; /* held until we exit */
+	if (open_state(&gw, cfg, &lock_fd, &err) < 0 || driver_host_open(&gw, cfg, &err) < 0 ||
 	    serve(&gw, cfg, &err) < 0)
 		log_error("%s", err.msg);
 	else

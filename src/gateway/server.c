@@ -76,8 +76,18 @@ static int listen_tcp(const char *spec, int *out, os_error *err)
 				    spec);
 	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int one = 1;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 256) < 0)
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+		return os_error_errno(err, "listening on %s", spec);
+	int bound = bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+	if (bound < 0 && errno == EADDRINUSE)
+		return os_error_set(
+			err, EADDRINUSE,
+			"listen_address %s is already in use by another program: "
+			"choose another address with --listen ADDR:PORT, "
+			"OPENSHELL_GATEWAY_LISTEN_ADDRESS=ADDR:PORT or [openshell.gateway] "
+			"listen_address (none: only the Unix socket)",
+			spec);
+	if (bound < 0 || listen(fd, 256) < 0)
 		return os_error_errno(err, "listening on %s", spec);
 	*out = steal_fd(fd);
 	return 0;

@@ -235,8 +235,69 @@ void config_free(struct config *cfg)
 	free(cfg);
 }
 
+/* "OPENSHELL_GATEWAY_", "OPENSHELL_DRIVERS_": the first component of a
+ * section's name, where every variable must be a setting. */
+static bool in_settings_namespace(const struct config *cfg, const char *var)
+{
+	char prefix[128];
+	for (size_t i = 0; i < cfg->n_sections; i++) {
+		const char *name = cfg->sections[i]->name;
+		size_t n = strcspn(name, ".");
+		if (str_format(prefix, sizeof prefix, NULL, "OPENSHELL_%.*s_", (int)n, name) < 0)
+			continue;
+		for (char *p = prefix; *p; p++)
+			if (*p >= 'a' && *p <= 'z')
+				*p = (char)(*p - 'a' + 'A');
+		if (!strncmp(var, prefix, strlen(prefix)))
+			return true;
+	}
+	return false;
+}
+
+/* A variable in a settings namespace that names no setting is a typo, or a
+ * setting of another version: silence would leave the default in force. */
+static int check_unknown_env(const struct config *cfg, char *const *envp, os_error *err)
+{
+	char name[256], var[256], near[256];
+	for (char *const *e = envp; e && *e; e++) {
+		size_t len = strcspn(*e, "=");
+		if (len >= sizeof var)
+			continue;
+		memcpy(var, *e, len);
+		var[len] = '\0';
+		if (!in_settings_namespace(cfg, var))
+			continue;
+		bool known = false;
+		size_t best = 0;
+		near[0] = '\0';
+		for (size_t i = 0; i < cfg->n_values && !known; i++) {
+			const struct config_value *v = &cfg->values[i];
+			if (config_env_name(v->section, v->key, name, sizeof name, err) < 0)
+				return -1;
+			known = !strcmp(name, var);
+			size_t common = 0;
+			while (name[common] && name[common] == var[common])
+				common++;
+			if (common > best) {
+				best = common;
+				memcpy(near, name, sizeof near);
+			}
+		}
+		if (!known)
+			return os_error_set(
+				err, EINVAL,
+				"environment variable %s names no setting (closest: %s; "
+				"every setting is OPENSHELL_<SECTION>_<KEY>, see "
+				"docs/settings.md): unset it or correct its name",
+				var, near[0] ? near : "none");
+	}
+	return 0;
+}
+
 int config_load_env(struct config *cfg, char *const *envp, os_error *err)
 {
+	if (check_unknown_env(cfg, envp, err) < 0)
+		return -1;
 	char name[256];
 	for (size_t i = 0; i < cfg->n_values; i++) {
 		struct config_value *v = &cfg->values[i];

@@ -46,6 +46,22 @@ int procfs_socket_owners(ino_t netns_ino, unsigned long inode, pid_t skip,
 void procfs_owners_free(struct procfs_owners *o);
 #define _cleanup_procfs_owners_ __attribute__((cleanup(procfs_owners_free)))
 
+/* Where the owners of a socket are looked for. With cgroup_fd >= 0 (an
+ * O_PATH or directory fd of a cgroup): the processes of that cgroup and of
+ * every cgroup below it, in whatever network namespace, and nobody else: a
+ * walk that does not grow with the machine. Else every process on the
+ * machine whose network namespace is netns_ino. skip: a pid left out (0:
+ * none). */
+#define PROCFS_CGROUP_DEPTH_MAX 16
+struct procfs_scope {
+	ino_t netns_ino;
+	int cgroup_fd;
+	pid_t skip;
+};
+
+int procfs_scope_socket_owners(const struct procfs_scope *scope, unsigned long inode,
+			       struct procfs_owners *out, os_error *err);
+
 /* Both walks include the fd tables of threads created without CLONE_FILES
  * (invisible in /proc/PID/fd), reported under their process's pid. */
 
@@ -66,6 +82,8 @@ struct procfs_socket_index {
 
 int procfs_socket_index_build(ino_t netns_ino, pid_t skip, struct procfs_socket_index *out,
 			      os_error *err);
+int procfs_scope_index_build(const struct procfs_scope *scope, struct procfs_socket_index *out,
+			     os_error *err);
 /* The owners of inode in the snapshot, each pid once, lowest first. */
 int procfs_socket_index_owners(const struct procfs_socket_index *idx, unsigned long inode,
 			       struct procfs_owners *out, os_error *err);

@@ -50,11 +50,20 @@ static int load_trust(SSL_CTX *ctx, const struct tls_client_config *cfg, os_erro
 	struct stat st;
 	if (cfg->ca_file && stat(cfg->ca_file, &st) < 0)
 		return os_error_errno(err, "%s %s", what, cfg->ca_file);
-	bool system = !cfg->ca_file || cfg->ca_adds_to_system;
+	bool system = (!cfg->ca_file || cfg->ca_adds_to_system) && !cfg->system_later;
 	if ((system && SSL_CTX_set_default_verify_paths(ctx) != 1) ||
 	    (cfg->ca_file && SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL) != 1))
 		return os_error_set(err, EINVAL, "%s %s: no PEM CA certificate (%s)", what,
 				    cfg->ca_file ? cfg->ca_file : "(system trust store)",
+				    tls_reason(why, sizeof why));
+	return 0;
+}
+
+int tls_ctx_add_system_trust(SSL_CTX *ctx, os_error *err)
+{
+	char why[TLS_REASON_MAX];
+	if (SSL_CTX_set_default_verify_paths(ctx) != 1)
+		return os_error_set(err, EINVAL, "loading the system trust store: %s",
 				    tls_reason(why, sizeof why));
 	return 0;
 }

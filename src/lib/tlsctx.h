@@ -15,6 +15,7 @@
 struct tls_client_config {
 	const char *ca_file; /* PEM CAs the peer must chain to; NULL: the system store */
 	bool ca_adds_to_system; /* ca_file is trusted besides the system store, not instead */
+	bool system_later; /* the system store is added by tls_ctx_add_system_trust */
 	const char *ca_what; /* names ca_file in errors ("--gateway-ca", "OPENSHELL_TLS_CA") */
 	bool loop_io; /* partial writes, retried from a buffer that may move */
 	bool no_auto_retry; /* a record without data (a key update) returns to the caller */
@@ -23,6 +24,10 @@ struct tls_client_config {
 /* A verifying client context (SSL_VERIFY_PEER). Errors name cfg->ca_what
  * and the file. */
 int tls_ctx_new_client(const struct tls_client_config *cfg, SSL_CTX **out, os_error *err);
+
+/* Adds the system trust store to a client context made with system_later,
+ * before its first connection (the bundle is parsed now: tens of ms). */
+int tls_ctx_add_system_trust(SSL_CTX *ctx, os_error *err);
 
 struct tls_server_config {
 	bool loop_io; /* as for a client */

@@ -29,6 +29,7 @@ enum policy_protocol {
 	POLICY_PROTO_REST,
 	POLICY_PROTO_JSONRPC, /* JSON-RPC 2.0 over HTTP POST (`json-rpc`) */
 	POLICY_PROTO_MCP, /* MCP over streamable HTTP (`mcp`) */
+	POLICY_PROTO_GRAPHQL, /* GraphQL over HTTP GET / POST (`graphql`) */
 	/* WebSocket (`websocket`): the upgrade judged as REST, then each client
 	 * text message as method WEBSOCKET_TEXT on the upgrade's path and query. */
 	POLICY_PROTO_WEBSOCKET,
@@ -37,7 +38,7 @@ enum policy_protocol {
 static inline bool policy_protocol_inspected(enum policy_protocol p)
 {
 	return p == POLICY_PROTO_REST || p == POLICY_PROTO_JSONRPC || p == POLICY_PROTO_MCP ||
-	       p == POLICY_PROTO_WEBSOCKET;
+	       p == POLICY_PROTO_GRAPHQL || p == POLICY_PROTO_WEBSOCKET;
 }
 /* Requests are judged by REST rules (method, path, query). */
 static inline bool policy_protocol_rest_rules(enum policy_protocol p)
@@ -52,6 +53,8 @@ static inline bool policy_protocol_is_rpc(enum policy_protocol p)
 }
 /* OpenShell's default cap on a JSON-RPC body buffered for inspection. */
 #define POLICY_JSONRPC_MAX_BODY_DEFAULT (64 * 1024)
+/* OpenShell's default cap on a GraphQL body (graphql_max_body_bytes). */
+#define POLICY_GRAPHQL_MAX_BODY_DEFAULT (64 * 1024)
 /* Our ceiling: the body waits whole in the proxy's 256 KiB input buffer. */
 #define POLICY_JSONRPC_MAX_BODY_LIMIT (192 * 1024)
 enum policy_tls { POLICY_TLS_AUTO = 0, POLICY_TLS_SKIP };
@@ -73,6 +76,18 @@ struct policy_query {
 	size_t n_globs;
 };
 
+/* graphql: what a rule or a registered persisted query says of an
+ * operation. type: 0 query, 1 mutation, 2 subscription (graphql.h's order);
+ * name: a glob on the operation name (a literal name in the registry) or
+ * NULL; fields: globs on root field names (names in the registry). */
+struct policy_graphql_op {
+	int type;
+	char *name;
+	char **fields;
+	size_t n_fields;
+	char *key; /* graphql_persisted_queries: the hash or id it is registered under */
+};
+
 struct policy_rule {
 	/* REST: upper case, or "*". json-rpc/mcp: the JSON-RPC method as
 	 * written (case matters), "*", an MCP `tools/` glob, or NULL (an MCP
@@ -83,6 +98,8 @@ struct policy_rule {
 	size_t n_query;
 	/* mcp: `tool` / `params.name` globs on a tools/call tool name, or NULL. */
 	struct policy_query *tool;
+	/* graphql: the operation matcher (every graphql rule has one). */
+	struct policy_graphql_op *graphql;
 };
 
 struct policy_endpoint {
@@ -116,6 +133,11 @@ struct policy_endpoint {
 	uint32_t json_rpc_max_body_bytes; /* always set for those protocols */
 	bool mcp_strict_tool_names; /* default true */
 	bool mcp_allow_all_known_methods; /* default false */
+	/* graphql (policy_load_graphql.c) */
+	uint32_t graphql_max_body_bytes; /* always set for protocol graphql */
+	bool graphql_allow_registered; /* persisted_queries: allow_registered */
+	struct policy_graphql_op *graphql_registry;
+	size_t n_graphql_registry;
 	unsigned line, col;
 	size_t policy_index; /* back-reference into policy_doc.networks */
 	size_t index; /* position in its policy's endpoints */
@@ -140,6 +162,20 @@ struct policy_ident {
 	uint32_t id;
 };
 
+/* network_middlewares: the ordered chain run on inspected requests after
+ * the L7 decision and before credentials are injected. Only OpenShell's
+ * in-process openshell/regex (mode redact) exists here. */
+#define POLICY_MAX_MIDDLEWARES 10
+#define POLICY_MAX_MIDDLEWARE_PATTERNS 32
+struct policy_middleware {
+	char *key; /* its network_middlewares key */
+	char *name; /* `name`, or the key */
+	uint32_t order;
+	bool fail_open; /* on_error: fail_open (default fail_closed) */
+	char **include, **exclude; /* normalised host patterns */
+	size_t n_include, n_exclude;
+};
+
 struct policy_doc {
 	bool fs_present;
 	bool include_workdir; /* true when filesystem_policy is absent */
@@ -149,6 +185,8 @@ struct policy_doc {
 	size_t n_read_write;
 	enum policy_landlock landlock;
 	struct policy_ident run_as_user, run_as_group;
+	struct policy_middleware *middlewares; /* sorted by order */
+	size_t n_middlewares;
 	struct policy_network *networks; /* sorted by name */
 	size_t n_networks;
 	size_t n_endpoints_total;
@@ -230,6 +268,8 @@ enum policy_reason {
 	POLICY_R_CREDENTIAL_ENDPOINT_MISMATCH,
 	POLICY_R_METHOD_OVERRIDE_DENIED, /* allowed as sent, not as the method it overrides to */
 	POLICY_R_RPC_INVALID, /* a json-rpc/mcp body that is not a valid message (always refused) */
+	POLICY_R_GRAPHQL_INVALID, /* not a GraphQL request we can judge (always refused) */
+	POLICY_R_GRAPHQL_UNREGISTERED, /* a persisted query the endpoint does not register */
 	POLICY_R_COUNT_
 };
 
@@ -274,11 +314,29 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 void policy_decide_rpc_call(const struct policy_gen *g, const struct policy_endpoint *ep,
 			    const char *method, const char *tool, struct policy_decision *out);
 
+/* graphql: one operation of a request whose HTTP exchange
+ * policy_decide_request allowed. type NULL: a persisted query sent by hash
+ * or id alone (key), judged as its registry entry says. */
+struct policy_graphql_request {
+	const char *type; /* "query", "mutation", "subscription" or NULL */
+	const char *name; /* operation name or NULL */
+	const char *const *fields;
+	size_t n_fields;
+	const char *key; /* persisted query hash (preferred) or id, or NULL */
+};
+void policy_decide_graphql(const struct policy_gen *g, const struct policy_endpoint *ep,
+			   const struct policy_graphql_request *op, struct policy_decision *out);
+
 /* mcp: a request or notification the server sends (in an event stream):
  * the same rules judge what either peer may send; the method profile
  * covers the core methods a server sends. A denied one is not delivered. */
 void policy_decide_mcp_server_message(const struct policy_gen *g, const struct policy_endpoint *ep,
 				      const char *method, struct policy_decision *out);
+
+/* The middlewares whose selector takes host (normalised), in order, into
+ * out[0..POLICY_MAX_MIDDLEWARES); returns how many. */
+size_t policy_middlewares_for(const struct policy_gen *g, const char *host,
+			      const struct policy_middleware **out);
 
 /* SSRF: the resolved address a of an allowed endpoint, before connecting. */
 void policy_decide_address(const struct policy_endpoint *ep, const struct ip_addr *a, uint16_t port,

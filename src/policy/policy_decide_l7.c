@@ -201,9 +201,11 @@ static void finish(struct policy_decision *out, const struct policy_endpoint *ep
 	out->verdict = !violation			     ? POLICY_ALLOW
 		       : ep->enforcement == POLICY_ENF_AUDIT ? POLICY_AUDIT
 							     : POLICY_DENY;
-	snprintf(out->detail, sizeof out->detail, "%s %.200s %s by %s of policy %s", m, path,
-		 violation ? "not permitted" : "permitted", out->rule[0] ? out->rule : "policy",
-		 out->policy);
+	/* "... not permitted by rule deny_rules[0] of policy web", or, no rule
+	 * decided, "... not permitted by policy web". */
+	snprintf(out->detail, sizeof out->detail, "%s %.200s %s by %s%spolicy %s", m, path,
+		 violation ? "not permitted" : "permitted", out->rule[0] ? out->rule : "",
+		 out->rule[0] ? " of " : "", out->policy);
 }
 
 void policy_decide_request(const struct policy_gen *g, const struct policy_endpoint *ep,
@@ -239,6 +241,10 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 	}
 	if (policy_protocol_is_rpc(ep->protocol)) {
 		rpc_decide_transport(ep, m, canon, out);
+		return;
+	}
+	if (ep->protocol == POLICY_PROTO_GRAPHQL) {
+		graphql_decide_transport(ep, m, canon, out);
 		return;
 	}
 	if (!policy_protocol_rest_rules(ep->protocol)) {

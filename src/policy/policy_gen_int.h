@@ -52,4 +52,8 @@ bool bin_set_match(const struct bin_set *b, const char *const *chain, size_t n);
 void rpc_decide_transport(const struct policy_endpoint *ep, const char *m, const char *canon,
 			  struct policy_decision *out);
 
+/* graphql: may this HTTP exchange carry operations? (policy_decide_graphql.c) */
+void graphql_decide_transport(const struct policy_endpoint *ep, const char *m, const char *canon,
+			      struct policy_decision *out);
+
 #endif

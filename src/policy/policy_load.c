@@ -284,7 +284,8 @@ static void load_networks(struct lctx *c, const struct ynode *n)
 static void load_root(struct lctx *c, const struct ynode *root)
 {
 	static const char *const keys[] = { "version", "filesystem_policy", "landlock",
-					    "process", "network_policies",  NULL };
+					    "process", "network_policies",  "network_middlewares",
+					    NULL };
 	c->doc->include_workdir = true; /* default when filesystem_policy is absent */
 	if (!want_map(c, root))
 		return;
@@ -310,6 +311,8 @@ static void load_root(struct lctx *c, const struct ynode *root)
 			load_process(c, val);
 		else if (!strcmp(k, "network_policies"))
 			load_networks(c, val);
+		else if (!strcmp(k, "network_middlewares"))
+			load_middlewares(c, val);
 		kp_pop(c, old);
 	}
 }

@@ -244,6 +244,10 @@ static void load_matcher(struct lctx *c, const struct ynode *n, struct policy_ru
 		load_rpc_matcher(c, n, r);
 		return;
 	}
+	if (c->ep_proto == POLICY_PROTO_GRAPHQL) {
+		load_graphql_matcher(c, n, r);
+		return;
+	}
 	if (!want_map(c, n))
 		return;
 	check_keys(c, n, keys);
@@ -350,9 +354,6 @@ static const struct {
 	{ "credential_signing", "AWS SigV4 signing: the secret must be signed, never sent raw" },
 	{ "signing_service", "AWS SigV4 signing: the secret must be signed, never sent raw" },
 	{ "signing_region", "AWS SigV4 signing: the secret must be signed, never sent raw" },
-	{ "persisted_queries", "GraphQL inspection" },
-	{ "graphql_persisted_queries", "GraphQL inspection" },
-	{ "graphql_max_body_bytes", "GraphQL inspection" },
 };
 
 /* Upstream booleans that, when ignored, only make this sandbox do less. */
@@ -394,11 +395,11 @@ static enum policy_protocol policy_protocol_of(const struct ynode *v)
 	static const struct {
 		const char *name;
 		enum policy_protocol p;
-	} known[] = { { "rest", POLICY_PROTO_REST },
-		      { "tcp", POLICY_PROTO_TCP },
-		      { "json-rpc", POLICY_PROTO_JSONRPC },
-		      { "mcp", POLICY_PROTO_MCP },
-		      { "websocket", POLICY_PROTO_WEBSOCKET } };
+	} known[] = {
+		{ "rest", POLICY_PROTO_REST },	      { "tcp", POLICY_PROTO_TCP },
+		{ "json-rpc", POLICY_PROTO_JSONRPC }, { "mcp", POLICY_PROTO_MCP },
+		{ "graphql", POLICY_PROTO_GRAPHQL },  { "websocket", POLICY_PROTO_WEBSOCKET }
+	};
 	for (size_t i = 0; v && i < ARRAY_SIZE(known); i++)
 		if (ynode_scalar_eq(v, known[i].name))
 			return known[i].p;
@@ -422,7 +423,7 @@ static void load_tls(struct lctx *c, const struct ynode *v, struct policy_endpoi
 
 static void load_protocol(struct lctx *c, const struct ynode *v, struct policy_endpoint *ep)
 {
-	static const char *const later[] = { "graphql", "sql", NULL };
+	static const char *const later[] = { "sql", NULL };
 	enum policy_protocol p = policy_protocol_of(v);
 	if (p != POLICY_PROTO_NONE) {
 		ep->protocol = p;
@@ -432,11 +433,11 @@ static void load_protocol(struct lctx *c, const struct ynode *v, struct policy_e
 		if (ynode_scalar_eq(v, later[i])) {
 			lerr(c, v,
 			     "protocol %s is not supported yet (its requests would pass "
-			     "uninspected); use rest, json-rpc, mcp, websocket or tcp",
+			     "uninspected); use rest, json-rpc, mcp, graphql, websocket or tcp",
 			     later[i]);
 			return;
 		}
-	lerr_expected(c, v, "rest, json-rpc, mcp, websocket or tcp");
+	lerr_expected(c, v, "rest, json-rpc, mcp, graphql, websocket or tcp");
 }
 
 static void load_field(struct lctx *c, const char *k, const struct ynode *v,
@@ -475,6 +476,8 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 		load_mcp_stanza(c, v, ep);
 	} else if (!strcmp(k, "websocket_credential_rewrite")) {
 		get_bool(c, v, &ep->websocket_credential_rewrite); /* proxy_ws.c */
+	} else if (load_graphql_field(c, k, v, ep)) {
+		return;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(not_enforced); i++) {
 		bool *f = flag_for(ep, i);
@@ -536,7 +539,7 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 	size_t old = c->plen;
 	if (deny && !inspected) {
 		kp_push(c, ".deny_rules");
-		lerr(c, deny, "requires protocol: rest, json-rpc, mcp or websocket");
+		lerr(c, deny, "requires protocol: rest, json-rpc, mcp, graphql or websocket");
 	} else if (rules && acc) {
 		kp_push(c, ".rules");
 		lerr(c, rules, "cannot be combined with access (choose one)");
@@ -565,6 +568,7 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 	if (!proto)
 		ignore_l7_keys(c, n, ep);
 	check_rpc_endpoint(c, n, ep);
+	check_graphql_endpoint(c, n, ep);
 	if (path && !inspected && ep->path) {
 		kp_push(c, ".path");
 		lwarn(c, path, "ignored: an endpoint path only applies to inspected protocols");

@@ -66,6 +66,16 @@ void load_rpc_matcher(struct lctx *c, const struct ynode *n, struct policy_rule 
 void load_json_rpc_stanza(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
 void load_mcp_stanza(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
 void check_rpc_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
+/* graphql (policy_load_graphql.c): one rule's matcher, the endpoint keys
+ * (true when k is one of them), and the checks that need the endpoint. */
+void load_graphql_matcher(struct lctx *c, const struct ynode *n, struct policy_rule *r);
+bool load_graphql_field(struct lctx *c, const char *k, const struct ynode *v,
+			struct policy_endpoint *ep);
+void check_graphql_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
+void policy_graphql_ops_free(struct policy_graphql_op *ops, size_t n);
+/* network_middlewares (policy_load_middleware.c). */
+void load_middlewares(struct lctx *c, const struct ynode *n);
+void policy_middlewares_free(struct policy_middleware *m, size_t n);
 /* Cross-endpoint checks (policy_overlap.c): host:port overlaps must agree. */
 void check_overlaps(struct lctx *c);
 

@@ -24,6 +24,7 @@ void policy_rules_free(struct policy_rule *r, size_t n)
 			free(r[i].tool->name);
 			free(r[i].tool);
 		}
+		policy_graphql_ops_free(r[i].graphql, r[i].graphql ? 1 : 0);
 	}
 	free(r);
 }
@@ -37,6 +38,7 @@ static void endpoint_free(struct policy_endpoint *ep)
 	free(ep->allowed_ips);
 	free(ep->credential_provider);
 	free(ep->path);
+	policy_graphql_ops_free(ep->graphql_registry, ep->n_graphql_registry);
 }
 
 static void strv_free(char **v, size_t n)
@@ -52,6 +54,7 @@ void policy_doc_free(struct policy_doc *doc)
 		return;
 	strv_free(doc->read_only, doc->n_read_only);
 	strv_free(doc->read_write, doc->n_read_write);
+	policy_middlewares_free(doc->middlewares, doc->n_middlewares);
 	for (size_t i = 0; i < doc->n_networks; i++) {
 		struct policy_network *n = &doc->networks[i];
 		free(n->name);
@@ -111,6 +114,8 @@ const char *policy_reason_name(enum policy_reason r)
 		[POLICY_R_CREDENTIAL_ENDPOINT_MISMATCH] = "credential_endpoint_mismatch",
 		[POLICY_R_METHOD_OVERRIDE_DENIED] = "method_override_denied",
 		[POLICY_R_RPC_INVALID] = "rpc_invalid",
+		[POLICY_R_GRAPHQL_INVALID] = "graphql_invalid",
+		[POLICY_R_GRAPHQL_UNREGISTERED] = "graphql_persisted_query_unregistered",
 	};
 	if ((unsigned)r >= POLICY_R_COUNT_ || !names[r])
 		return "unknown";

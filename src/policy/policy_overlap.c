@@ -103,6 +103,10 @@ static const char *disagreement(const struct policy_endpoint *a, const struct po
 		return "mcp.strict_tool_names";
 	if (a->mcp_allow_all_known_methods != b->mcp_allow_all_known_methods)
 		return "mcp.allow_all_known_mcp_methods";
+	if (a->graphql_max_body_bytes != b->graphql_max_body_bytes)
+		return "graphql_max_body_bytes";
+	if (a->graphql_allow_registered != b->graphql_allow_registered)
+		return "persisted_queries";
 	if (a->websocket_credential_rewrite != b->websocket_credential_rewrite)
 		return "websocket_credential_rewrite";
 	return NULL;

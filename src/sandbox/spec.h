@@ -12,7 +12,7 @@
 
 #include "error.h"
 
-#define SPEC_MAX_BYTES (1u << 20)
+#define SPEC_MAX_BYTES (8u << 20) /* an argv of 2 MiB (ARG_MAX), JSON-escaped */
 #define SPEC_MAX_ARGV 4096
 #define SPEC_MAX_ENV 4096
 #define SPEC_MAX_PATHS 256

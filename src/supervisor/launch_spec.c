@@ -82,7 +82,7 @@ int launch_spec_sandbox_account(json_t *spec, os_error *err)
 			"as numbers",
 			user ? "user" : "group", LAUNCH_SPEC_SANDBOX_ID,
 			taken_u ? taken_u->pw_name : taken_g->gr_name);
-	log_info("this host has no `sandbox` %s: the agent runs with id %d in its place, which "
+	log_warn("this host has no `sandbox` %s: the agent runs with id %d in its place, which "
 		 "needs no account (create one with useradd -r -U sandbox to use it instead)",
 		 user && group ? "user or group"
 		 : user	       ? "user"

@@ -92,12 +92,15 @@ static int agent_up(const struct sup_options *o, struct sup_run *r, backend_read
  * read from the root's network namespace: an agent that already exited
  * (`true`) has none left to read, nothing of it can connect any more, so
  * that is no error; its exit is reported as usual. */
-static int bind_identity(struct sup_run *r, pid_t entry, os_error *err)
+static int bind_identity(struct sup_run *r, pid_t entry, const json_t *spec, os_error *err)
 {
 	bool local = backend_agent_local(r->running);
 	if (entry <= 0)
 		return local ? os_error_set(err, ESRCH, "the agent's launcher has no pid") : 0;
-	if (egress_bind_agent(r->egress, entry, err) == 0)
+	/* Every process of the sandbox is in each of its cgroups (the launcher
+	 * and exec relays join them first): one is enough to find them all. */
+	const char *cgroup = json_string_value(json_array_get(json_object_get(spec, "cgroups"), 0));
+	if (egress_bind_agent(r->egress, entry, cgroup, err) == 0)
 		return 0;
 	struct pollfd p = { .fd = local ? backend_agent_fd(r->running) : -1, .events = POLLIN };
 	if (local && poll(&p, 1, 0) == 1) {
@@ -112,7 +115,8 @@ static int watch_agent(const struct sup_options *o, struct sup_run *r, const jso
 {
 	pid_t entry = backend_agent_entry_pid(r->running);
 	int efd = backend_event_fd(r->inst);
-	if (bind_identity(r, entry, err) < 0 || session_wiring_exec(o, r, spec, entry, err) < 0 ||
+	if (bind_identity(r, entry, spec, err) < 0 ||
+	    session_wiring_exec(o, r, spec, entry, err) < 0 ||
 	    exit_status_watch_agent(r, err) < 0 ||
 	    (efd >= 0 && loop_io_add(r->loop, efd, LOOP_IN, 0, on_backend_event, r, NULL, err) < 0))
 		return os_error_prefix(err, "watching the agent");

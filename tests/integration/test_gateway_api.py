@@ -62,7 +62,7 @@ def test_unknown_field_is_400_naming_it(gw):
 
 
 def test_oversize_body_is_413(gw):
-    big = '{"name": "big", "policy": "' + "x" * (2 << 20) + '"}'
+    big = '{"name": "big", "policy": "' + "x" * (5 << 20) + '"}'  # GW_BODY_MAX is 4 MiB
     st, body = gw.request("POST", "/v1/sandboxes", raw=big)
     assert st == 413 and body["error"] == "body_too_large"
 

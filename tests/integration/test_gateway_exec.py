@@ -28,15 +28,30 @@ filesystem_policy:
 """
 
 
-@pytest.fixture(scope="module")
-def gw():
-    g = Gateway().start()
+def start_gateway(extra_env=None):
+    g = Gateway(extra_env=extra_env).start()
     pol = os.path.join(g.state_dir, "ws.yaml")
     with open(pol, "w") as f:
         f.write(WORKSPACE_POLICY)
     r = g.cli("sandbox", "create", "--name", "box", "--policy", pol, "--detach", "--",
               "/bin/sh", "-c", "echo from-agent > /sandbox/agent.txt; exec sleep 600")
     assert r.returncode == 0, (r.stdout, r.stderr)
+    return g
+
+
+@pytest.fixture(scope="module")
+def gw():
+    g = start_gateway()
+    yield g
+    g.cleanup()
+
+
+@pytest.fixture(scope="module")
+def gw_cgroup():
+    """With a process limit the sandbox has a cgroup, and the proxy looks for
+    a socket's holders among its members only: an exec'd command must be
+    one of them (its launcher joins the cgroup first)."""
+    g = start_gateway({"OPENSHELL_DRIVERS_LOCAL_MAX_PROCESSES": "256"})
     yield g
     g.cleanup()
 
@@ -92,9 +107,11 @@ def test_the_command_runs_inside_the_agents_sandbox(gw):
     assert r.returncode == 0 and r.stdout.startswith(b"refused"), r
 
 
-def test_the_proxy_knows_the_command_as_a_sandbox_caller(gw):
+@pytest.mark.parametrize("which", ["gw", "gw_cgroup"])
+def test_the_proxy_knows_the_command_as_a_sandbox_caller(request, which):
     """The exec relay is an identity root: the proxy resolves the command's
     binary instead of rejecting it as outside the sandbox."""
+    gw = request.getfixturevalue(which)
     r = exec_(gw, "/usr/bin/python3", "-c",
               "import os, socket\n"
               "u = os.environ['HTTPS_PROXY'].split('//')[1]\n"

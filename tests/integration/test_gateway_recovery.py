@@ -151,11 +151,11 @@ def default_gateway(pid):
 
 
 def link_index(name):
-    try:
-        with open(f"/sys/class/net/{name}/ifindex") as f:
-            return int(f.read())
-    except OSError:
-        return None
+    """The link's ifindex in this process's network namespace (netlink, via
+    ip: /sys/class/net shows the namespace /sys was mounted in, which is not
+    ours under `unshare --net`)."""
+    r = subprocess.run(["ip", "-o", "link", "show", "dev", name], capture_output=True, text=True)
+    return int(r.stdout.split(":", 1)[0]) if r.returncode == 0 and r.stdout else None
 
 
 def run_dir(sid):

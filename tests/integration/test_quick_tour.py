@@ -54,7 +54,8 @@ def test_example_policy_runs_without_a_sandbox_account(tour):
     assert r.returncode == 0, (r.stdout, r.stderr)
     out = r.stdout + r.stderr
     assert "65533\n65533\n" in r.stdout, out
-    assert "no `sandbox` user or group" in out and "useradd -r -U sandbox" in out
+    # A warning: shown on stderr without -v.
+    assert "no `sandbox` user or group" in r.stderr and "useradd -r -U sandbox" in r.stderr
     # Not in the policy: the proxy's 403 answer, the agent did run confined;
     # a plain-HTTP request is not called a CONNECT.
     assert '"plain HTTP to example.com:80 not permitted by policy"' in r.stdout, out

@@ -140,7 +140,8 @@ class AdvSandbox:
     and the canary, and the agent's config file is written)."""
 
     def __init__(self, name, policy, probes, upstream, canary, credentials=None,
-                 extra_config=None, on_barrier=None, env=None, dns=True, extra_ro=()):
+                 extra_config=None, on_barrier=None, env=None, dns=True, extra_ro=(),
+                 sup_args=()):
         self.name = name
         self.extra_ro = list(extra_ro)
         self.dir = tempfile.mkdtemp(prefix=f"osadv-{name}-", dir="/var/tmp")
@@ -167,6 +168,7 @@ class AdvSandbox:
                     "--upstream-ca", os.path.join(upstream.dir, "ca.pem")]
         if dns:
             self.cmd += ["--dns", f"{canary.addr}:53"]
+        self.cmd += list(sup_args)
         if credentials is not None:
             path = os.path.join(self.private, "credentials.json")
             fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)

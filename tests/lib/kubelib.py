@@ -136,7 +136,8 @@ class KubeClient:
     def _url(path, params):
         return path + ("?" + urllib.parse.urlencode(params) if params else "")
 
-    def request(self, method, path, body=None, params=None, content_type="application/json"):
+    def _send(self, method, path, body, params, content_type):
+        """(response, raw body) of one request."""
         conn = self._conn()
         try:
             data = None if body is None else (body if isinstance(body, (bytes, str)) else json.dumps(body))
@@ -145,9 +146,19 @@ class KubeClient:
                 headers["Content-Type"] = content_type
             conn.request(method, self._url(path, params), body=data, headers=headers)
             r = conn.getresponse()
-            raw = r.read()
+            return r, r.read()
         finally:
             conn.close()
+
+    def text(self, path, **params):
+        """GET a plain-text resource (a Pod's log): its body as a string."""
+        r, raw = self._send("GET", path, None, params, None)
+        if r.status >= 400:
+            raise ApiError(r.status, {"message": raw.decode(errors="replace")})
+        return raw.decode(errors="replace")
+
+    def request(self, method, path, body=None, params=None, content_type="application/json"):
+        r, raw = self._send(method, path, body, params, content_type)
         try:
             out = json.loads(raw) if raw else {}
         except ValueError:

@@ -173,6 +173,31 @@ class Proxy:
             self.proc.wait()
 
 
+def module_fixtures(policy_text):
+    """The usual fixtures of a module testing one policy against the echo
+    upstream: `upstream`, `proxy` (module scope) and the autouse `clean_log`.
+    Use as `upstream, proxy, clean_log = module_fixtures(POLICY)`."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def upstream():
+        up = Upstream().start()
+        yield up
+        up.stop()
+
+    @pytest.fixture(scope="module")
+    def proxy(upstream):
+        p = Proxy(upstream, policy_text)
+        yield p
+        p.stop()
+
+    @pytest.fixture(autouse=True)
+    def clean_log(upstream):
+        upstream.clear()
+
+    return upstream, proxy, clean_log
+
+
 # The sanitizer build (build-san) beside the normal one: `make build-san`.
 SAN_PROXY_BIN = build.binary("openshell-proxy",
                              os.path.join(os.path.dirname(build.BUILD.rstrip("/")), "build-san"))

@@ -1,6 +1,7 @@
 /* test_identity.c - caller identity from the kernel: a real loopback
- * connection made by this process must resolve to this executable; a
- * 4-tuple that does not exist must not resolve to anything. */
+ * connection made by a child of this process must resolve to this
+ * executable, whatever the socket families of both ends; a 4-tuple that
+ * does not exist must not resolve to anything. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -51,23 +52,62 @@ static void close_conn(struct conn *c)
 	close(c->lfd);
 }
 
-/* A child (fork of this test) makes the connection and holds it: the
- * resolver never counts its own process as a caller. */
-static void resolves_child_connection_to_its_chain(void **state)
+/* One way of connecting: the families and addresses of the listener (the
+ * proxy's side) and of the client's socket. */
+struct shape {
+	int listen_family, client_family;
+	const char *listen_addr, *connect_addr;
+};
+
+static socklen_t make_addr(int family, const char *text, struct sockaddr_storage *ss)
 {
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in server = { .sin_family = AF_INET,
-				      .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof server;
-	assert_int_equal(bind(lfd, (void *)&server, sizeof server), 0);
+	memset(ss, 0, sizeof *ss);
+	ss->ss_family = (sa_family_t)family;
+	if (family == AF_INET) {
+		assert_int_equal(inet_pton(AF_INET, text, &((struct sockaddr_in *)ss)->sin_addr),
+				 1);
+		return sizeof(struct sockaddr_in);
+	}
+	assert_int_equal(inet_pton(AF_INET6, text, &((struct sockaddr_in6 *)ss)->sin6_addr), 1);
+	return sizeof(struct sockaddr_in6);
+}
+
+static void set_port(struct sockaddr_storage *ss, in_port_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = port;
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = port;
+}
+
+static in_port_t get_port(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+					: ((const struct sockaddr_in6 *)ss)->sin6_port;
+}
+
+/* A child (fork of this test) makes the connection in the given shape and
+ * holds it: the resolver never counts its own process as a caller, and
+ * must find the child's socket whatever its family. */
+static void resolves_child_connection(const struct shape *sh)
+{
+	struct sockaddr_storage server, target, client;
+	socklen_t len = make_addr(sh->listen_family, sh->listen_addr, &server);
+	int lfd = socket(sh->listen_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int off = 0;
+	if (sh->listen_family == AF_INET6) /* dual-stack, as a v6 proxy would be */
+		setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+	assert_int_equal(bind(lfd, (void *)&server, len), 0);
 	assert_int_equal(listen(lfd, 1), 0);
 	assert_int_equal(getsockname(lfd, (void *)&server, &len), 0);
+	socklen_t tlen = make_addr(sh->client_family, sh->connect_addr, &target);
+	set_port(&target, get_port(&server));
 	int ready[2];
 	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
 	pid_t child = fork();
 	if (child == 0) {
-		int cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (connect(cfd, (void *)&server, sizeof server) < 0)
+		int cfd = socket(sh->client_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (connect(cfd, (void *)&target, tlen) < 0)
 			_exit(1);
 		char b = 1;
 		if (write(ready[1], &b, 1) != 1)
@@ -77,15 +117,17 @@ static void resolves_child_connection_to_its_chain(void **state)
 	}
 	char b;
 	assert_int_equal(read(ready[0], &b, 1), 1);
-	struct sockaddr_in client;
-	len = sizeof client;
-	int afd = accept4(lfd, (void *)&client, &len, SOCK_CLOEXEC);
+	socklen_t clen = sizeof client;
+	int afd = accept4(lfd, (void *)&client, &clen, SOCK_CLOEXEC);
 	assert_true(afd >= 0);
+	struct sockaddr_storage local;
+	socklen_t llen = sizeof local;
+	assert_int_equal(getsockname(afd, (void *)&local, &llen), 0);
 	struct identity_ctx *ctx;
 	os_error err = { 0 };
 	assert_int_equal(identity_ctx_new(getpid(), &ctx, &err), 0);
 	struct identity *id = calloc(1, sizeof *id);
-	assert_int_equal(identity_resolve(ctx, (void *)&client, (void *)&server, id, &err),
+	assert_int_equal(identity_resolve(ctx, (void *)&client, (void *)&local, id, &err),
 			 IDENTITY_OK);
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -97,16 +139,51 @@ static void resolves_child_connection_to_its_chain(void **state)
 	assert_string_equal(id->chain[1], self);
 	assert_int_equal(id->uid, getuid());
 	/* Second resolution hits the pin and still agrees. */
-	assert_int_equal(identity_resolve(ctx, (void *)&client, (void *)&server, id, &err),
+	assert_int_equal(identity_resolve(ctx, (void *)&client, (void *)&local, id, &err),
 			 IDENTITY_OK);
+	/* Negative: a "caller" on the listener's port with no connection: the
+	 * kernel's lookup falls back to the listening socket, which is no
+	 * caller. */
+	struct sockaddr_storage nobody = client;
+	set_port(&nobody, htons((in_port_t)(ntohs(get_port(&client)) ^ 0x5a5a)));
+	enum identity_failure f = identity_resolve(ctx, (void *)&local, (void *)&nobody, id, &err);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
+	assert_int_equal(f, IDENTITY_NO_SOCKET);
 	free(id);
 	identity_ctx_free(ctx);
 	close(afd);
 	close(lfd);
 	close(ready[0]);
 	close(ready[1]);
+}
+
+static void resolves_ipv4_caller(void **state)
+{
+	const struct shape sh = { AF_INET, AF_INET, "127.0.0.1", "127.0.0.1" };
+	resolves_child_connection(&sh);
+}
+
+static void resolves_ipv6_caller(void **state)
+{
+	const struct shape sh = { AF_INET6, AF_INET6, "::1", "::1" };
+	resolves_child_connection(&sh);
+}
+
+/* The JVM's default: an AF_INET6 socket connected to a v4-mapped address,
+ * to a proxy listening on IPv4 (it sees an AF_INET peer). */
+static void resolves_v4_mapped_ipv6_caller_of_ipv4_proxy(void **state)
+{
+	const struct shape sh = { AF_INET, AF_INET6, "127.0.0.1", "::ffff:127.0.0.1" };
+	resolves_child_connection(&sh);
+}
+
+/* The other way round: an IPv4 caller of a dual-stack proxy, which sees
+ * the peer as v4-mapped AF_INET6. */
+static void resolves_ipv4_caller_of_dual_stack_proxy(void **state)
+{
+	const struct shape sh = { AF_INET6, AF_INET, "::", "127.0.0.1" };
+	resolves_child_connection(&sh);
 }
 
 static void unknown_tuple_does_not_resolve(void **state)
@@ -126,37 +203,14 @@ static void unknown_tuple_does_not_resolve(void **state)
 	close_conn(&c);
 }
 
-static void parses_proc_net_lines(void **state)
-{
-	const char *text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when "
-			   "retrnsmt   uid  timeout inode\n"
-			   "   0: 0100007F:0CEA 00000000:0000 0A 00000000:00000000 00:00000000 "
-			   "00000000     0        0 1111 1 0 100 0 0 10 0\n"
-			   "   1: 0200C80A:A000 0100C80A:0C38 01 00000000:00000000 00:00000000 "
-			   "00000000  1000        0 4242 1 0 20 4 30 10 -1\n";
-	struct sockaddr_in agent = { .sin_family = AF_INET, .sin_port = htons(0xA000) };
-	struct sockaddr_in proxy = { .sin_family = AF_INET, .sin_port = htons(3128) };
-	inet_pton(AF_INET, "10.200.0.2", &agent.sin_addr);
-	inet_pton(AF_INET, "10.200.0.1", &proxy.sin_addr);
-	unsigned long ino = 0;
-	uid_t uid = 0;
-	assert_int_equal(
-		identity_parse_proc_net(text, false, (void *)&agent, (void *)&proxy, &ino, &uid),
-		0);
-	assert_int_equal(ino, 4242);
-	assert_int_equal(uid, 1000);
-	proxy.sin_port = htons(3129); /* negative: one field off */
-	assert_int_equal(
-		identity_parse_proc_net(text, false, (void *)&agent, (void *)&proxy, &ino, &uid),
-		-1);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(resolves_child_connection_to_its_chain),
+		cmocka_unit_test(resolves_ipv4_caller),
+		cmocka_unit_test(resolves_ipv6_caller),
+		cmocka_unit_test(resolves_v4_mapped_ipv6_caller_of_ipv4_proxy),
+		cmocka_unit_test(resolves_ipv4_caller_of_dual_stack_proxy),
 		cmocka_unit_test(unknown_tuple_does_not_resolve),
-		cmocka_unit_test(parses_proc_net_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

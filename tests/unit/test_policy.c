@@ -118,6 +118,128 @@ static void realistic_examples_load(void **state)
 	policy_doc_free(d);
 }
 
+/* Every example policy decides what its comments promise: each promise (a
+ * quote of the comment) is a request that must get its verdict, with beside
+ * it the nearest request the comment rules out. github-readonly.yaml once
+ * promised clones that its `access: read-only` refused (the POST of
+ * git-upload-pack). */
+struct promise {
+	const char *file, *says;
+	const char *host;
+	uint16_t port;
+	const char *caller, *parent; /* the calling binary and its parent (or NULL) */
+	const char *method, *target; /* NULL: the L4 decision only */
+	enum policy_verdict want;
+};
+
+static const struct promise promises[] = {
+	{ "github-readonly.yaml", "the REST API may be read", "api.github.com", 443,
+	  "/usr/bin/curl", NULL, "GET", "/repos/o/r/issues", POLICY_ALLOW },
+	{ "github-readonly.yaml", "(never written)", "api.github.com", 443, "/usr/bin/curl", NULL,
+	  "POST", "/repos/o/r/issues", POLICY_DENY },
+	{ "github-readonly.yaml", "repository settings stay out of reach even for reads",
+	  "api.github.com", 443, "/usr/bin/curl", NULL, "GET", "/repos/o/r/hooks/1", POLICY_DENY },
+	{ "github-readonly.yaml", "settings: secrets", "api.github.com", 443, "/usr/bin/curl", NULL,
+	  "GET", "/repos/o/r/actions/secrets/KEY", POLICY_DENY },
+	{ "github-readonly.yaml", "git may clone: the refs", "github.com", 443,
+	  "/usr/lib/git-core/git-remote-https", "/usr/bin/git", "GET",
+	  "/o/r.git/info/refs?service=git-upload-pack", POLICY_ALLOW },
+	{ "github-readonly.yaml", "git may clone: the pack (a POST)", "github.com", 443,
+	  "/usr/lib/git-core/git-remote-https", "/usr/bin/git", "POST", "/o/r.git/git-upload-pack",
+	  POLICY_ALLOW },
+	{ "github-readonly.yaml", "but never push: the refs", "github.com", 443, "/usr/bin/git",
+	  NULL, "GET", "/o/r.git/info/refs?service=git-receive-pack", POLICY_DENY },
+	{ "github-readonly.yaml", "but never push: the pack", "github.com", 443, "/usr/bin/git",
+	  NULL, "POST", "/o/r.git/git-receive-pack", POLICY_DENY },
+	{ "github-readonly.yaml", "raw content for git", "objects.githubusercontent.com", 443,
+	  "/usr/bin/git", NULL, NULL, NULL, POLICY_ALLOW },
+	{ "github-readonly.yaml", "git's host is git's", "github.com", 443, "/usr/bin/curl", NULL,
+	  NULL, NULL, POLICY_DENY },
+	{ "internal-db.yaml", "one internal PostgreSQL", "db.corp.example", 5432, "/usr/bin/psql",
+	  NULL, NULL, NULL, POLICY_ALLOW },
+	{ "internal-db.yaml", "one internal PostgreSQL (by address)", "10.0.6.7", 5432,
+	  "/opt/agent/bin/run", NULL, NULL, NULL, POLICY_ALLOW },
+	{ "internal-db.yaml", "only its port", "db.corp.example", 5433, "/usr/bin/psql", NULL, NULL,
+	  NULL, POLICY_DENY },
+	{ "internal-db.yaml", "one internal HTTP service", "metrics.corp.example", 8443,
+	  "/opt/agent/bin/run", NULL, "GET", "/api/v1/series", POLICY_ALLOW },
+	{ "internal-db.yaml", "(enforcement: audit: logged, not blocked)", "metrics.corp.example",
+	  8443, "/opt/agent/bin/run", NULL, "DELETE", "/api/v1/series", POLICY_AUDIT },
+	{ "package-registries.yaml", "Package installs only", "pypi.org", 443, "/usr/bin/pip3",
+	  NULL, "GET", "/simple/requests/", POLICY_ALLOW },
+	{ "package-registries.yaml", "installs, not uploads", "pypi.org", 443, "/usr/bin/pip3",
+	  NULL, "POST", "/legacy/", POLICY_DENY },
+	{ "package-registries.yaml", "any ancestor counts, so `make` running pip works",
+	  "files.pythonhosted.org", 443, "/usr/bin/make", "/usr/bin/python3.11", NULL, NULL,
+	  POLICY_ALLOW },
+	{ "package-registries.yaml", "for the package managers themselves", "pypi.org", 443,
+	  "/usr/bin/curl", NULL, NULL, NULL, POLICY_DENY },
+	{ "package-registries.yaml", "Debian mirrors", "deb.debian.org", 80,
+	  "/usr/lib/apt/methods/http", NULL, NULL, NULL, POLICY_ALLOW },
+	{ "package-registries.yaml", "Debian mirrors, for apt", "deb.debian.org", 80,
+	  "/usr/bin/curl", NULL, NULL, NULL, POLICY_DENY },
+	{ "documented.yaml", "read-only GitHub API", "api.github.com", 443, "/usr/bin/curl", NULL,
+	  "GET", "/repos/o/r", POLICY_ALLOW },
+	{ "documented.yaml", "read-only", "api.github.com", 443, "/usr/bin/curl", NULL, "PUT",
+	  "/repos/o/r", POLICY_DENY },
+	{ "documented.yaml", "two denied paths", "api.github.com", 443, "/usr/bin/curl", NULL,
+	  "GET", "/repos/o/rulesets", POLICY_DENY },
+	{ "documented.yaml", "raw content at L4", "raw.githubusercontent.com", 443, "/usr/bin/git",
+	  NULL, NULL, NULL, POLICY_ALLOW },
+	{ "documented.yaml", "an internal database", "db.corp.example", 5432, "/usr/bin/psql", NULL,
+	  NULL, NULL, POLICY_ALLOW },
+	{ "documented.yaml", "the database is psql's", "db.corp.example", 5432, "/usr/bin/curl",
+	  NULL, NULL, NULL, POLICY_DENY },
+};
+
+static struct policy_gen *compile_example(const char *name)
+{
+	os_error err = { 0 };
+	struct policy_gen *g = policy_compile(load_example(name), &err);
+	if (!g)
+		fail_msg("%s: %s", name, err.msg);
+	return g;
+}
+
+static void examples_decide_what_their_comments_promise(void **state)
+{
+	for (size_t i = 0; i < sizeof promises / sizeof promises[0]; i++) {
+		const struct promise *p = &promises[i];
+		const char *chain[] = { p->caller, p->parent };
+		struct policy_gen *g = compile_example(p->file);
+		struct policy_decision d;
+		policy_decide_connect(g, p->host, p->port, chain, p->parent ? 2 : 1, &d);
+		if (p->method && d.verdict == POLICY_ALLOW)
+			policy_decide_request(g, d.endpoint, p->method, p->target, NULL, 0, &d);
+		if (d.verdict != p->want)
+			fail_msg("%s: \"%s\": %s %s:%u%s%s: got %s (%s), want %s", p->file, p->says,
+				 p->method ? p->method : "connect", p->host, p->port,
+				 p->target ? " " : "", p->target ? p->target : "",
+				 policy_verdict_name(d.verdict), d.detail,
+				 policy_verdict_name(p->want));
+		policy_unref(g);
+	}
+}
+
+/* internal-db.yaml: "private addresses are reachable only through allowed_ips". */
+static void example_private_addresses_need_allowed_ips(void **state)
+{
+	struct policy_gen *g = compile_example("internal-db.yaml");
+	const char *psql[] = { "/usr/bin/psql" };
+	struct policy_decision d;
+	struct ip_addr in, out;
+	os_error err = { 0 };
+	assert_int_equal(ip_addr_parse("10.0.5.9", &in, &err), 0);
+	assert_int_equal(ip_addr_parse("10.0.9.9", &out, &err), 0);
+	policy_decide_connect(g, "db.corp.example", 5432, psql, 1, &d);
+	const struct policy_endpoint *ep = d.endpoint;
+	policy_decide_address(ep, &in, 5432, &d);
+	assert_int_equal(d.verdict, POLICY_ALLOW);
+	policy_decide_address(ep, &out, 5432, &d);
+	assert_int_equal(d.verdict, POLICY_DENY);
+	policy_unref(g);
+}
+
 static void include_workdir_defaults(void **state)
 {
 	struct policy_doc *d = load_ok("version: 1\n");
@@ -337,6 +459,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(documented_example_loads_with_its_meaning),
 		cmocka_unit_test(realistic_examples_load),
+		cmocka_unit_test(examples_decide_what_their_comments_promise),
+		cmocka_unit_test(example_private_addresses_need_allowed_ips),
 		cmocka_unit_test(include_workdir_defaults),
 		cmocka_unit_test(identities),
 		cmocka_unit_test(every_error_is_reported),

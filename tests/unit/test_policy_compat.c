@@ -54,8 +54,30 @@ static uint16_t port_of(const char *name, const char *s)
 	return (uint16_t)v;
 }
 
+/* graphql TYPE NAME FIELDS: TYPE "#KEY" is a persisted query sent by KEY
+ * alone; NAME "-" an anonymous operation; FIELDS "f1,f2" or "-". */
+static bool graphql_allowed(const struct policy_gen *g, const struct policy_endpoint *ep,
+			    const char *type, const char *name, char *fields)
+{
+	const char *fv[16];
+	size_t nf = 0;
+	for (char *p = fields; strcmp(fields, "-") != 0 && p && nf < 16;) {
+		fv[nf++] = p;
+		if ((p = strchr(p, ',')))
+			*p++ = 0;
+	}
+	struct policy_graphql_request req = { .type = type[0] == '#' ? NULL : type,
+					      .name = strcmp(name, "-") ? name : NULL,
+					      .fields = fv,
+					      .n_fields = nf,
+					      .key = type[0] == '#' ? type + 1 : NULL };
+	struct policy_decision r;
+	policy_decide_graphql(g, ep, &req, &r);
+	return r.verdict != POLICY_DENY;
+}
+
 /* One line: connect H P BIN V | request H P BIN METHOD PATH V | address H P BIN IP V
- * | rpc H P BIN RPC_METHOD TOOL V. */
+ * | rpc H P BIN RPC_METHOD TOOL V | graphql H P BIN TYPE NAME FIELDS V. */
 static void check_decision(const char *name, const struct policy_gen *g, char *line)
 {
 	char *f[MAX_FIELDS];
@@ -87,6 +109,12 @@ static void check_decision(const char *name, const struct policy_gen *g, char *l
 		if (allowed != want_allow(name, f[6]))
 			fail_msg("%s: rpc %s %s on %s:%s: got %s", name, f[4], f[5], f[1], f[2],
 				 allowed ? "allow" : "deny");
+	} else if (!strcmp(f[0], "graphql") && n == 8) {
+		if (allowed)
+			allowed = graphql_allowed(g, d.endpoint, f[4], f[5], f[6]);
+		if (allowed != want_allow(name, f[7]))
+			fail_msg("%s: graphql %s %s {%s} on %s:%s: got %s", name, f[4], f[5], f[6],
+				 f[1], f[2], allowed ? "allow" : "deny");
 	} else if (!strcmp(f[0], "address") && n == 6) {
 		if (allowed) {
 			struct ip_addr a;

@@ -3,6 +3,7 @@
  * text refused, and the socket-owner scan returning every holder of a real
  * socket (no silent cap), none for a closed one, and skipping the caller. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -142,26 +144,36 @@ static unsigned long inode_of(int fd)
 	return (unsigned long)st.st_ino;
 }
 
+/* A child that holds fd (inherited) and, with own_netns, lives in a network
+ * namespace of its own: the socket was made in ours and is used from
+ * another. */
+static pid_t fork_holder(bool own_netns)
+{
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		if (own_netns && unshare(CLONE_NEWNET) < 0)
+			_exit(1);
+		close(ready[0]);
+		close(ready[1]);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 0);
+	close(ready[0]);
+	return kid;
+}
+
 /* Forks n children that each hold fd and wait to be killed. */
 static void fork_holders(int fd, pid_t *kids, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		int ready[2];
-		assert_int_equal(pipe(ready), 0);
-		kids[i] = fork();
-		assert_true(kids[i] >= 0);
-		if (kids[i] == 0) {
-			close(ready[0]);
-			close(ready[1]);
-			pause();
-			_exit(0);
-		}
-		close(ready[1]);
-		char c;
-		assert_int_equal(read(ready[0], &c, 1), 0); /* the child's copy of fd exists */
-		close(ready[0]);
-		(void)fd;
-	}
+	for (size_t i = 0; i < n; i++)
+		kids[i] = fork_holder(false); /* the child's copy of fd exists */
+	(void)fd;
 }
 
 static void reap(pid_t *kids, size_t n)
@@ -314,6 +326,120 @@ static void the_index_answers_like_the_walk(void **state)
 	close(sv[1]);
 }
 
+/* A writable cgroup hierarchy of this machine (v1 pids, or the unified
+ * v2 one), where a test cgroup can be made; NULL when there is none. */
+static const char *cgroup_base(void)
+{
+	static const char *const roots[] = { "/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified",
+					     "/sys/fs/cgroup" };
+	for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+		char probe[256];
+		snprintf(probe, sizeof probe, "%s/cgroup.procs", roots[i]);
+		if (access(probe, W_OK) == 0)
+			return roots[i];
+	}
+	return NULL;
+}
+
+static void cgroup_move(const char *dir, pid_t pid)
+{
+	char path[300], text[32];
+	snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+	FILE *f = fopen(path, "we");
+	assert_non_null(f);
+	int n = snprintf(text, sizeof text, "%d\n", (int)pid);
+	assert_int_equal(fwrite(text, 1, (size_t)n, f), (size_t)n);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The cgroup scope: every member holding the socket, in a cgroup below the
+ * sandbox's too and whatever its network namespace, and nobody outside. */
+static void cgroup_scope_finds_its_members_only(void **state)
+{
+	(void)state;
+	const char *base = cgroup_base();
+	if (!base || geteuid() != 0)
+		skip();
+	char top[256], sub[300];
+	snprintf(top, sizeof top, "%s/openshell-test-procfs-%d", base, (int)getpid());
+	snprintf(sub, sizeof sub, "%s/nested", top);
+	assert_int_equal(mkdir(top, 0755), 0);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	unsigned long held = inode_of(sv[1]);
+	pid_t kids[4] = { fork_holder(false), fork_holder(false), fork_holder(true),
+			  fork_holder(false) };
+	cgroup_move(top, kids[0]);
+	cgroup_move(sub, kids[1]);
+	cgroup_move(top, kids[2]); /* kids[3] stays outside */
+	int fd = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct procfs_scope scope = { .netns_ino = own_netns(), .cgroup_fd = fd, .skip = getpid() };
+	_cleanup_procfs_owners_ struct procfs_owners o = { 0 };
+	os_error err = { 0 };
+	assert_int_equal(procfs_scope_socket_owners(&scope, held, &o, &err), 0);
+	bool members =
+		o.n == 3 && has_pid(&o, kids[0]) && has_pid(&o, kids[1]) && has_pid(&o, kids[2]);
+	/* Control: the namespace scope sees the outsider, and not the member
+	 * that moved to another network namespace. */
+	_cleanup_procfs_owners_ struct procfs_owners n = { 0 };
+	assert_int_equal(procfs_socket_owners(own_netns(), held, getpid(), &n, &err), 0);
+	bool netns_view = has_pid(&n, kids[3]) && !has_pid(&n, kids[2]);
+	struct procfs_socket_index idx = { 0 };
+	assert_int_equal(procfs_scope_index_build(&scope, &idx, &err), 0);
+	assert_int_equal(procfs_socket_index_owners(&idx, held, &n, &err), 0);
+	bool index_agrees = n.n == 3 && !has_pid(&n, kids[3]);
+	procfs_socket_index_free(&idx);
+	reap(kids, 4);
+	close(fd);
+	close(sv[0]);
+	close(sv[1]);
+	rmdir(sub);
+	rmdir(top);
+	assert_true(members);
+	assert_true(netns_view);
+	assert_true(index_agrees);
+}
+
+/* Out of descriptors while walking: the walk fails, it never returns a
+ * list with the holders it could not look at left out. Runs in a child,
+ * which keeps exactly one fd free: enough to list /proc, not a process's
+ * fd table. */
+static void a_walk_out_of_fds_fails_instead_of_skipping(void **state)
+{
+	(void)state;
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+			_exit(10);
+		unsigned long held = inode_of(sv[1]);
+		ino_t ns = own_netns();
+		struct rlimit lim = { 64, 64 };
+		if (setrlimit(RLIMIT_NOFILE, &lim) < 0)
+			_exit(11);
+		int last = -1, fd;
+		while ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+			last = fd;
+		close(last); /* one free: /proc itself opens, a process's fd dir does not */
+		struct procfs_owners o = { 0 };
+		os_error err = { 0 };
+		int rc = procfs_socket_owners(ns, held, 0, &o, &err);
+		/* Control: with fds to spare the same walk finds us. */
+		for (int i = 3; i <= last; i++)
+			if (i != sv[0] && i != sv[1])
+				close(i);
+		int ok = procfs_socket_owners(ns, held, 0, &o, &err) == 0 && has_pid(&o, getpid());
+		_exit(rc == -1 && ok ? 0 : 1);
+	}
+	int status;
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +450,8 @@ int main(void)
 		cmocka_unit_test(owners_are_all_returned),
 		cmocka_unit_test(a_thread_with_its_own_fd_table_is_an_owner),
 		cmocka_unit_test(the_index_answers_like_the_walk),
+		cmocka_unit_test(cgroup_scope_finds_its_members_only),
+		cmocka_unit_test(a_walk_out_of_fds_fails_instead_of_skipping),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <openssl/err.h>
 
 #include "tls_ca.h"
+#include "upstream_trust.h"
 
 static char dir[64];
 static char ca_path[128], bundle_path[128];
@@ -43,7 +44,9 @@ static int teardown(void **state)
 static long handshake(SSL_CTX *server_ctx, const char *client_name)
 {
 	os_error err = { 0 };
-	SSL_CTX *cctx = tls_client_ctx_new(ca_path, &err);
+	struct upstream_trust *trust = NULL;
+	assert_int_equal(upstream_trust_get(ca_path, &trust, &err), 0);
+	SSL_CTX *cctx = upstream_trust_ctx(trust, &err);
 	assert_non_null(cctx);
 	SSL *c = SSL_new(cctx), *s = SSL_new(server_ctx);
 	BIO *cb, *sb;
@@ -74,7 +77,7 @@ static long handshake(SSL_CTX *server_ctx, const char *client_name)
 	ERR_clear_error();
 	SSL_free(c);
 	SSL_free(s);
-	SSL_CTX_free(cctx);
+	upstream_trust_put(trust);
 	return verify;
 }
 
@@ -114,11 +117,43 @@ static void ip_literal_leaf_and_foreign_ca(void **state)
 	tls_ca_free(other);
 }
 
+static int store_objects(SSL_CTX *ctx)
+{
+	return sk_X509_OBJECT_num(X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx)));
+}
+
+/* The upstream trust: the operator's file checked at once, the system roots
+ * only at the first upstream connection, one object per file per process. */
+static void upstream_trust_is_shared_and_loaded_at_first_use(void **state)
+{
+	os_error err = { 0 };
+	struct upstream_trust *a = NULL, *b = NULL, *bad = NULL;
+	assert_int_equal(upstream_trust_get("/nonexistent/ca.pem", &bad, &err), -1);
+	assert_non_null(strstr(err.msg, "--upstream-ca /nonexistent/ca.pem"));
+	assert_int_equal(upstream_trust_get(ca_path, &a, &err), 0);
+	assert_int_equal(upstream_trust_get(ca_path, &b, &err), 0);
+	assert_ptr_equal(a, b); /* shared by every proxy of the process */
+	assert_false(upstream_trust_loaded(a));
+	upstream_trust_put(b);
+	SSL_CTX *ctx = upstream_trust_ctx(a, &err);
+	assert_non_null(ctx);
+	assert_true(upstream_trust_loaded(a));
+	/* The system roots came in beside our one CA (Debian's bundle: ~140). */
+	assert_true(store_objects(ctx) > 1);
+	assert_ptr_equal(upstream_trust_ctx(a, &err), ctx); /* loaded once */
+	upstream_trust_put(a);
+	/* The last release frees it: the next get starts unloaded again. */
+	assert_int_equal(upstream_trust_get(ca_path, &b, &err), 0);
+	assert_false(upstream_trust_loaded(b));
+	upstream_trust_put(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(minted_leaf_verifies_only_for_its_host),
 		cmocka_unit_test(ip_literal_leaf_and_foreign_ca),
+		cmocka_unit_test(upstream_trust_is_shared_and_loaded_at_first_use),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -150,7 +150,11 @@ bool local_log_running(const char *log_path, const char *id, uint64_t mark, char
 	for (char *line = b; line && *line;) {
 		char *nl = memchr(line, '\n', len - (size_t)(line - b));
 		size_t n = nl ? (size_t)(nl - line) : len - (size_t)(line - b);
-		_cleanup_json_ json_t *rec = line[0] == '{' ? json_loadb(line, n, 0, NULL) : NULL;
+		/* An agent's output without a final newline runs into the next
+		 * record (the agent shares the log): the record starts mid-line. */
+		const char *rs = line[0] == '{' ? line : memmem(line, n, "{\"ts\":\"", 7);
+		size_t rn = rs ? n - (size_t)(rs - line) : 0;
+		_cleanup_json_ json_t *rec = rs ? json_loadb(rs, rn, 0, NULL) : NULL;
 		const char *level, *msg = rec ? supervisor_record(rec, &level) : NULL;
 		if (msg && strncmp(msg, needle, strlen(needle)) == 0)
 			running = true;

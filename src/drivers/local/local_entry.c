@@ -7,6 +7,7 @@
 
 #include "driver_registry.h"
 #include "local_driver.h"
+#include "local_settings.h"
 #include "local_uid.h"
 #include "selfpath.h"
 
@@ -39,7 +40,8 @@ static int local_open(const struct config *cfg, const struct driver_env *env, st
 {
 	struct local_paths p;
 	const char *d = config_get_string(cfg, SECTION, "state_dir");
-	if (find_binaries(cfg, &p, err) < 0)
+	if (find_binaries(cfg, &p, err) < 0 ||
+	    local_settings_check(cfg, p.supervisor, p.sandbox, err) < 0)
 		return -1;
 	struct local_driver_config lc = {
 		.state_dir = d ? d : env->state_dir,
@@ -58,25 +60,12 @@ static int local_open(const struct config *cfg, const struct driver_env *env, st
 	return local_driver_new(&lc, out, err);
 }
 
-static int check_file(const char *key, const char *path, os_error *err)
-{
-	struct stat st;
-	if (path && stat(path, &st) < 0)
-		return os_error_errno(err, SECTION ".%s: %s", key, path);
-	return 0;
-}
-
 static int local_check(const struct config *cfg, const struct driver_env *env, json_t **report,
 		       os_error *err)
 {
 	struct local_paths p;
 	int r = find_binaries(cfg, &p, err);
-	if (r == 0 &&
-	    (check_file("supervisor_binary", p.supervisor, err) < 0 ||
-	     check_file("sandbox_binary", p.sandbox, err) < 0 ||
-	     check_file("hosts_file", config_get_string(cfg, SECTION, "hosts_file"), err) < 0 ||
-	     check_file("upstream_ca_file", config_get_string(cfg, SECTION, "upstream_ca_file"),
-			err) < 0))
+	if (r == 0 && local_settings_check(cfg, p.supervisor, p.sandbox, err) < 0)
 		r = -1;
 	struct local_uid_range uids;
 	const char *range = config_get_string(cfg, SECTION, "sandbox_uid_range");

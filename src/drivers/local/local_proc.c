@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "loop.h"
 #include "parse.h"
 #include "procfs.h"
+#include "proctitle.h"
 
 uint64_t local_proc_start_time(pid_t pid)
 {
@@ -38,10 +40,30 @@ static int write_small(const char *dir, const char *name, const char *text, os_e
 	return file_write_atomic(path, text, strlen(text), 0600, err);
 }
 
+/* ARG_MAX is a quarter of the soft stack limit (and at most 6 MiB): 16 MiB
+ * lets an agent command of 2 MiB (local_spec.c) pass the supervisor's exec
+ * and the agent's beside their environments and flags. Best effort: a hard
+ * limit below it leaves the usual one, and a long command then fails with
+ * E2BIG at the exec. */
+static void raise_stack_limit(void)
+{
+	struct rlimit rl;
+	const rlim_t want = 16u << 20;
+	if (getrlimit(RLIMIT_STACK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+	(void)setrlimit(RLIMIT_STACK, &rl);
+}
+
 /* The monitor: runs in the new session, never returns. */
 static void __attribute__((noreturn))
 monitor(const char *dir, const char *log_path, char *const argv[], int report_fd)
 {
+	/* A fork of the gateway: without this, ps shows another openshell-gateway. */
+	char title[128];
+	const char *id = strrchr(dir, '/');
+	snprintf(title, sizeof(title), "openshell-monitor %s", id ? id + 1 : dir);
+	proctitle_set(title, "openshell-mon");
 	int keep[] = { report_fd };
 	if (fd_close_from(3, keep, 1, NULL) < 0)
 		_exit(120);
@@ -57,6 +79,7 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 	if (sup < 0)
 		_exit(123);
 	if (sup == 0) {
+		raise_stack_limit();
 		execv(argv[0], argv);
 		fprintf(stderr, "openshell-local: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);

@@ -12,6 +12,13 @@
 #define ARGV_MAX 1024
 #define ENV_MAX 256
 #define VALUE_MAX 4096
+/* The kernel's execve limits, which the agent's command must pass twice (the
+ * supervisor's exec and the agent's): MAX_ARG_STRLEN is 128 KiB with the
+ * NUL, and ARG_MAX is a quarter of the stack limit: 2 MiB with the usual
+ * 8 MiB (the driver raises the supervisor's, local_proc.c, so that the
+ * command's 2 MiB fit beside the environment and the supervisor's flags). */
+#define COMMAND_ARG_MAX (128u * 1024 - 1)
+#define COMMAND_TOTAL_MAX (2u * 1024 * 1024)
 
 static int check_env_name(const char *k, os_error *err)
 {
@@ -71,14 +78,27 @@ static int check_command(const json_t *c, os_error *err)
 		return os_error_set(
 			err, EINVAL,
 			"spec.command: expected a non-empty array of at most %d strings", ARGV_MAX);
-	size_t i;
+	size_t i, total = 0;
 	json_t *a;
 	json_array_foreach (c, i, a) {
-		if (!json_is_string(a) || json_string_length(a) > VALUE_MAX ||
-		    strlen(json_string_value(a)) != json_string_length(a))
+		if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a))
 			return os_error_set(err, EINVAL,
 					    "spec.command[%zu]: expected a string without NUL", i);
+		if (json_string_length(a) > COMMAND_ARG_MAX)
+			return os_error_set(
+				err, EINVAL,
+				"spec.command[%zu]: %zu bytes: over the kernel's limit "
+				"for one argument, %u bytes (MAX_ARG_STRLEN, 128 KiB with "
+				"its NUL)",
+				i, json_string_length(a), COMMAND_ARG_MAX);
+		total += json_string_length(a) + 1;
 	}
+	if (total > COMMAND_TOTAL_MAX)
+		return os_error_set(err, EINVAL,
+				    "spec.command: %zu bytes in all (with a NUL each): over the "
+				    "limit of %u bytes (2 MiB, the kernel's ARG_MAX with an 8 MiB "
+				    "stack)",
+				    total, COMMAND_TOTAL_MAX);
 	if (json_string_length(json_array_get(c, 0)) == 0)
 		return os_error_set(err, EINVAL, "spec.command[0]: empty program name");
 	return 0;

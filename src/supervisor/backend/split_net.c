@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -27,6 +28,7 @@
 #include "nft.h"
 #include "parse.h"
 #include "procfs.h"
+#include "sockdiag.h"
 
 /* Subnets come from veth_lease.c: one lock and one 10.200.N.0/24 space
  * shared with the inpod backend. */
@@ -186,15 +188,8 @@ void split_net_teardown(struct split *s)
 	s->netns_fd = -1;
 }
 
-/* "0200C80A:1F90": how /proc/net/tcp prints an IPv4 socket address (the
- * network-order word as a native-endian number, then the port). */
-static void proc_net_format(const struct sockaddr_in *a, char *out, size_t cap)
-{
-	snprintf(out, cap, "%08X:%04X", (unsigned)a->sin_addr.s_addr, ntohs(a->sin_port));
-}
-
-/* Inode of the launcher's end of our control connection, from the agent
- * namespace's TCP table (read from inside that namespace). */
+/* Inode of the launcher's end of our control connection: an exact lookup
+ * in the agent's namespace (its end is local=theirs, peer=ours). */
 static int launcher_socket_inode(const struct split *s, unsigned long *inode, os_error *err)
 {
 	struct sockaddr_in ours, theirs;
@@ -202,32 +197,18 @@ static int launcher_socket_inode(const struct split *s, unsigned long *inode, os
 	if (getsockname(s->conn_fd, (struct sockaddr *)&ours, &l1) < 0 ||
 	    getpeername(s->conn_fd, (struct sockaddr *)&theirs, &l2) < 0)
 		return os_error_errno(err, "control connection addresses");
-	char want[64], a[24], b[24];
-	proc_net_format(&theirs, a, sizeof(a));
-	proc_net_format(&ours, b, sizeof(b));
-	snprintf(want, sizeof(want), ": %s %s 01 ", a, b); /* 01: established */
-	int saved = -1;
-	if (netns_enter(s->netns_fd, &saved, err) < 0)
+	struct sockdiag *d = NULL;
+	struct sockdiag_tcp sk;
+	if (sockdiag_open(s->netns_fd, &d, err) < 0)
 		return -1;
-	_cleanup_free_ char *text = NULL;
-	int rc = file_read_all("/proc/thread-self/net/tcp", 16u << 20, &text, NULL, err);
-	netns_leave(saved);
+	int rc = sockdiag_tcp_find(d, (struct sockaddr *)&theirs, (struct sockaddr *)&ours, &sk,
+				   err);
+	sockdiag_close(d);
 	if (rc < 0)
 		return -1;
-	const char *line = strstr(text, want);
-	if (!line)
+	if (rc == 0 || sk.inode == 0 || sk.state != TCP_ESTABLISHED)
 		return os_error_set(err, ENOENT, "the launcher's socket is not in its namespace");
-	/* Fields after the addresses: st tx:rx tr:when retrnsmt uid timeout inode. */
-	const char *p = line + strlen(want);
-	for (int field = 0; field < 5; field++) {
-		p += strspn(p, " ");
-		p += strcspn(p, " ");
-	}
-	p += strspn(p, " ");
-	uint64_t v;
-	if (parse_u64(p, strspn(p, "0123456789"), 1, UINT64_MAX, &v, err) < 0)
-		return os_error_prefix(err, "socket inode");
-	*inode = (unsigned long)v;
+	*inode = sk.inode;
 	return 0;
 }
 

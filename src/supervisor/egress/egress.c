@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fdutil.h"
 #include "egress_proxy.h"
 #include "inference.h"
 #include "json.h"
@@ -32,8 +33,14 @@ struct egress {
 	struct identity_ctx *identity; /* owned by the proxy; NULL until bound */
 	json_t *fs; /* the launch spec's filesystem lists, shared with the spec */
 	uint64_t generation; /* 1 at start, +1 per policy swapped in */
+	/* The text of the policy in force: the gateway's push of the same
+	 * revision at session start is that policy, not a second load. */
+	char *text;
+	size_t text_len;
 	char ca_path[PATH_MAX], bundle_path[PATH_MAX];
 };
+
+#define POLICY_TEXT_MAX (4u << 20)
 
 static struct policy_gen *load_gen(const char *path, struct policy_diag *diag, os_error *err)
 {
@@ -98,7 +105,7 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 	    (o->inference_path &&
 	     inference_routes_load(o->inference_path, &e->cfg.inference, err) < 0) ||
 	    (o->run_dir && setup_ca(e, err) < 0) ||
-	    !(e->cfg.upstream_tls = tls_client_ctx_new(o->upstream_ca, err))) {
+	    upstream_trust_get(o->upstream_ca, &e->cfg.upstream_trust, err) < 0) {
 		egress_free(e);
 		return -1;
 	}
@@ -112,6 +119,8 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 		return -1;
 	}
 	e->generation = 1;
+	if (file_read_all(o->policy_path, POLICY_TEXT_MAX, &e->text, &e->text_len, NULL) < 0)
+		e->text = NULL; /* then every push is a load */
 	struct audit_record r = { .event = "policy",
 				  .decision = "allow",
 				  .reason = "policy_loaded",
@@ -272,12 +281,13 @@ static int set_identity_tree(struct egress *e, struct identity_ctx *id, os_error
 	return identity_ctx_set_tree(id, &t, err);
 }
 
-int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err)
+int egress_bind_agent(struct egress *e, pid_t entry_pid, const char *cgroup_dir, os_error *err)
 {
 	struct identity_ctx *id;
 	if (identity_ctx_new(entry_pid, &id, err) < 0)
 		return os_error_prefix(err, "caller identity");
-	if (set_identity_tree(e, id, err) < 0) {
+	if ((cgroup_dir && identity_ctx_set_cgroup(id, cgroup_dir, err) < 0) ||
+	    set_identity_tree(e, id, err) < 0) {
 		identity_ctx_free(id);
 		return os_error_prefix(err, "caller identity");
 	}
@@ -368,7 +378,12 @@ int egress_reload(struct egress *e, os_error *err)
 	policy_diag_free(&diag);
 	if (!g)
 		return refuse(e, 0, err->msg, err);
-	return swap_in(e, g, 0, err);
+	if (swap_in(e, g, 0, err) < 0)
+		return -1;
+	free(e->text);
+	if (file_read_all(e->o.policy_path, POLICY_TEXT_MAX, &e->text, &e->text_len, NULL) < 0)
+		e->text = NULL;
+	return 0;
 }
 
 int egress_apply_policy_text(struct egress *e, const char *yaml, size_t len, uint64_t revision,
@@ -376,11 +391,19 @@ int egress_apply_policy_text(struct egress *e, const char *yaml, size_t len, uin
 {
 	struct policy_doc *doc = NULL;
 	struct policy_gen *g = NULL;
+	if (e->text && len == e->text_len && memcmp(yaml, e->text, len) == 0)
+		return 0; /* already in force: no second policy_loaded record */
 	if (policy_parse("policy", yaml, len, &doc, NULL, err) == 0)
 		g = policy_compile(doc, err);
 	if (!g)
 		return refuse(e, revision, err->msg, err);
-	return swap_in(e, g, revision, err);
+	if (swap_in(e, g, revision, err) < 0)
+		return -1;
+	char *copy = str_ndup(yaml, len);
+	free(e->text);
+	e->text = copy;
+	e->text_len = copy ? len : 0;
+	return 0;
 }
 
 void egress_free(struct egress *e)
@@ -389,11 +412,12 @@ void egress_free(struct egress *e)
 		return;
 	proxy_free(e->proxy);
 	json_decref(e->fs);
+	free(e->text);
 	resolver_free(e->cfg.resolver);
 	credentials_free(e->cfg.creds);
 	inference_routes_free(e->cfg.inference);
 	tls_ca_free(e->cfg.ca);
-	SSL_CTX_free(e->cfg.upstream_tls);
+	upstream_trust_put(e->cfg.upstream_trust);
 	if (e->holder)
 		policy_holder_free(e->holder);
 	audit_close(e->audit);

@@ -44,8 +44,10 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
  * user/group only. */
 int egress_fill_spec(struct egress *e, json_t *spec, const char *proxy_url, os_error *err);
 
-/* Binds caller identity to the agent's entry process. */
-int egress_bind_agent(struct egress *e, pid_t entry_pid, os_error *err);
+/* Binds caller identity to the agent's entry process; cgroup_dir (NULL:
+ * none) is the sandbox's cgroup, whose members alone are then searched for
+ * the holders of a proxied socket. */
+int egress_bind_agent(struct egress *e, pid_t entry_pid, const char *cgroup_dir, os_error *err);
 /* Another entry process (an exec relay): its descendants are callers of
  * this sandbox too, judged by the same policy. */
 int egress_add_entry(struct egress *e, pid_t pid, os_error *err);

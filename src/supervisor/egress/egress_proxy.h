@@ -18,6 +18,7 @@
 #include "policy.h"
 #include "resolver.h"
 #include "tls_ca.h"
+#include "upstream_trust.h"
 
 struct inference_routes;
 
@@ -47,7 +48,7 @@ struct proxy_config {
 	struct resolver *resolver;
 	struct audit *audit;
 	struct tls_ca *ca; /* NULL: no TLS termination (L7 endpoints denied) */
-	SSL_CTX *upstream_tls; /* client context for upstream TLS */
+	struct upstream_trust *upstream_trust; /* upstream TLS trust, loaded at first use */
 	struct credentials *creds; /* may be NULL */
 	struct inference_routes *inference; /* may be NULL: inference.local denied */
 	/* Operator's choice for boundaries where caller identity cannot cross

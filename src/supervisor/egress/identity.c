@@ -1,5 +1,5 @@
 /* identity.c - kernel-derived caller identity for the proxy (see identity.h).
- * Reads only /proc; the executable's content is hashed through /proc/PID/exe
+ * Reads only /proc and sock_diag answers; the executable's content is hashed through /proc/PID/exe
  * (the file the process really runs, not a path that may have been swapped). */
 #include "identity.h"
 
@@ -18,8 +18,8 @@
 #include "parse.h"
 #include "procfs.h"
 #include "sha256.h"
+#include "sockdiag.h"
 
-#define PROC_NET_CAP (16u << 20) /* /proc/net/tcp of a busy namespace */
 #define PIN_MAX 1024 /* distinct executables pinned per sandbox */
 
 struct exe_pin {
@@ -30,20 +30,6 @@ struct exe_pin {
 	struct timespec mtime, ctime;
 	unsigned char first_sha[32]; /* hash at first use: the pin */
 	unsigned char sha[32]; /* hash of the stat-identified current content */
-};
-
-/* One batch's /proc/net/tcp{,6}, parsed once and sorted by "LOCAL REMOTE"
- * (both as /proc prints them, upper case), so each lookup is a search. */
-struct tcp_entry {
-	char key[2 * 38 + 2]; /* two "ADDR:PORT" of up to 32 + 1 + 4, a space */
-	unsigned long inode;
-	uid_t uid;
-};
-
-struct tcp_table {
-	bool built;
-	struct tcp_entry *e;
-	size_t n;
 };
 
 struct identity_ctx {
@@ -58,11 +44,15 @@ struct identity_ctx {
 	struct injection_tree tree;
 	char **tree_paths; /* owns the strings tree points to */
 	size_t n_tree_paths;
-	/* Between identity_batch_begin and _end: one snapshot of the tcp
-	 * tables and of the namespace's socket owners, made at first use. */
+	/* The exact 4-tuple lookups, answered for the sandbox's namespace. */
+	struct sockdiag *diag;
+	/* Where owners are looked for: the sandbox's cgroup when it has one
+	 * (members only), else every process in its network namespace. */
+	int cgroup_fd;
+	/* Between identity_batch_begin and _end: one snapshot of the socket
+	 * owners, made at first use. */
 	bool batch, batch_indexed;
 	struct procfs_socket_index index;
-	struct tcp_table tcp[2]; /* [0] tcp, [1] tcp6; built at first use */
 };
 
 const char *identity_failure_name(enum identity_failure f)
@@ -92,17 +82,55 @@ static int ns_inode(pid_t pid, const char *ns, ino_t *out)
 	return 0;
 }
 
+/* A sock_diag socket of the entry's network namespace (our own when it is
+ * the same: no thread has to join it then). */
+static int open_diag(struct identity_ctx *c, os_error *err)
+{
+	char path[64];
+	ino_t own;
+	if (ns_inode(getpid(), "net", &own) < 0)
+		return os_error_errno(err, "reading our own network namespace");
+	if (own == c->netns_ino)
+		return sockdiag_open(-1, &c->diag, err);
+	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)c->entry_pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return os_error_errno(err, "opening %s", path);
+	if (st.st_ino != c->netns_ino) /* the pid was reused meanwhile */
+		return os_error_set(err, ESRCH, "pid %d left its network namespace",
+				    (int)c->entry_pid);
+	return sockdiag_open(fd, &c->diag, err);
+}
+
 int identity_ctx_new(pid_t entry_pid, struct identity_ctx **out, os_error *err)
 {
 	struct identity_ctx *c = calloc(1, sizeof *c);
 	if (!c)
 		return os_error_set(err, ENOMEM, "out of memory");
 	c->entry_pid = entry_pid;
+	c->cgroup_fd = -1;
 	if (ns_inode(entry_pid, "net", &c->netns_ino) < 0) {
 		free(c);
 		return os_error_errno(err, "reading network namespace of pid %d", (int)entry_pid);
 	}
+	if (open_diag(c, err) < 0) {
+		free(c);
+		return os_error_prefix(err, "caller lookups in the namespace of pid %d",
+				       (int)entry_pid);
+	}
 	*out = c;
+	return 0;
+}
+
+int identity_ctx_set_cgroup(struct identity_ctx *ctx, const char *dir, os_error *err)
+{
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return os_error_errno(err, "opening the sandbox's cgroup %s", dir);
+	if (ctx->cgroup_fd >= 0)
+		close(ctx->cgroup_fd);
+	ctx->cgroup_fd = fd;
 	return 0;
 }
 
@@ -124,10 +152,6 @@ void identity_batch_begin(struct identity_ctx *ctx)
 void identity_batch_end(struct identity_ctx *ctx)
 {
 	procfs_socket_index_free(&ctx->index);
-	for (int i = 0; i < 2; i++) {
-		free(ctx->tcp[i].e);
-		ctx->tcp[i] = (struct tcp_table){ 0 };
-	}
 	ctx->batch = ctx->batch_indexed = false;
 }
 
@@ -136,6 +160,9 @@ void identity_ctx_free(struct identity_ctx *ctx)
 	if (!ctx)
 		return;
 	identity_batch_end(ctx);
+	sockdiag_close(ctx->diag);
+	if (ctx->cgroup_fd >= 0)
+		close(ctx->cgroup_fd);
 	free_tree(ctx);
 	free(ctx->pins);
 	free(ctx);
@@ -184,167 +211,30 @@ static enum identity_failure check_injected(struct identity_ctx *ctx, pid_t p, c
 	return IDENTITY_OK;
 }
 
-/* Formats an address the way /proc/net/tcp{,6} prints it: each 32-bit word
- * of the network-order address printed as a native-endian hex number. */
-static void proc_net_addr(const struct sockaddr *sa, char *out, size_t cap, unsigned *port)
+/* The agent's socket of this connection: from its side local=peer and
+ * remote=our local address, in whatever family it was made (an AF_INET6
+ * socket connected to a v4-mapped address is found from the IPv4 pair). */
+static enum identity_failure find_socket_inode(struct identity_ctx *ctx,
+					       const struct sockaddr *peer,
+					       const struct sockaddr *local, unsigned long *inode,
+					       uid_t *uid, os_error *err)
 {
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)sa;
-		snprintf(out, cap, "%08X", (unsigned)in->sin_addr.s_addr);
-		*port = ntohs(in->sin_port);
-		return;
+	struct sockdiag_tcp sk;
+	int rc = sockdiag_tcp_find(ctx->diag, peer, local, &sk, err);
+	if (rc < 0)
+		return IDENTITY_PROC_ERROR;
+	if (rc == 0) {
+		os_error_set(err, ENOENT, "no socket for this connection in the sandbox");
+		return IDENTITY_NO_SOCKET;
 	}
-	const struct sockaddr_in6 *in6 = (const void *)sa;
-	uint32_t w[4];
-	memcpy(w, &in6->sin6_addr, sizeof w);
-	snprintf(out, cap, "%08X%08X%08X%08X", (unsigned)w[0], (unsigned)w[1], (unsigned)w[2],
-		 (unsigned)w[3]);
-	*port = ntohs(in6->sin6_port);
-}
-
-/* Advances *p past spaces, returns the next whitespace-delimited field. */
-static const char *next_field(const char **p, const char *end, size_t *len)
-{
-	const char *s = *p;
-	while (s < end && *s == ' ')
-		s++;
-	const char *f = s;
-	while (s < end && *s != ' ' && *s != '\n')
-		s++;
-	*len = (size_t)(s - f);
-	*p = s;
-	return f;
-}
-
-/* want is "ADDR:PORT" as /proc prints it, formatted once per lookup (a
- * flood of lookups over a large table must not format per line). */
-static bool field_is(const char *f, size_t len, const char *want, size_t want_len)
-{
-	return len == want_len && strncasecmp(f, want, len) == 0;
-}
-
-int identity_parse_proc_net(const char *text, bool v6, const struct sockaddr *sock_local,
-			    const struct sockaddr *sock_remote, unsigned long *inode, uid_t *uid)
-{
-	char la[40], ra[40], wl[48], wr[48];
-	unsigned lp, rp;
-	proc_net_addr(sock_local, la, sizeof la, &lp);
-	proc_net_addr(sock_remote, ra, sizeof ra, &rp);
-	size_t wll = (size_t)snprintf(wl, sizeof wl, "%s:%04X", la, lp);
-	size_t wrl = (size_t)snprintf(wr, sizeof wr, "%s:%04X", ra, rp);
-	(void)v6;
-	const char *line = strchr(text, '\n'); /* skip the header */
-	while (line && *++line) {
-		const char *end = strchr(line, '\n');
-		if (!end)
-			end = line + strlen(line);
-		const char *p = line;
-		size_t n;
-		const char *f[10];
-		size_t fl[10];
-		for (int i = 0; i < 10; i++)
-			f[i] = next_field(&p, end, &fl[i]);
-		/* fields: sl local rem st tx:rx tr:when retr uid timeout inode */
-		if (field_is(f[1], fl[1], wl, wll) && field_is(f[2], fl[2], wr, wrl)) {
-			uint64_t u, ino;
-			if (parse_u64(f[7], fl[7], 0, UINT32_MAX, &u, NULL) < 0 ||
-			    parse_u64(f[9], fl[9], 1, UINT64_MAX, &ino, NULL) < 0)
-				return -1;
-			*uid = (uid_t)u;
-			*inode = (unsigned long)ino;
-			return 0;
-		}
-		line = *end ? end : NULL;
-		(void)n;
+	if (sk.inode == 0) { /* closed by every holder (TIME_WAIT, orphaned) */
+		os_error_set(err, ESRCH, "the caller's socket has no holder left (state %u)",
+			     (unsigned)sk.state);
+		return IDENTITY_NO_OWNER;
 	}
-	return -1;
-}
-
-static int by_key(const void *a, const void *b)
-{
-	return strcmp(((const struct tcp_entry *)a)->key, ((const struct tcp_entry *)b)->key);
-}
-
-static void upper(char *s)
-{
-	for (; *s; s++)
-		if (*s >= 'a' && *s <= 'z')
-			*s = (char)(*s - 'a' + 'A');
-}
-
-/* Parses every line of a /proc/net/tcp text into t (lines that do not
- * parse are left out: a lookup of them then finds no socket, a deny). */
-static int tcp_table_build(const char *text, struct tcp_table *t, os_error *err)
-{
-	size_t cap = 0;
-	for (const char *line = strchr(text, '\n'); line && *++line;) {
-		const char *end = strchr(line, '\n'), *p = line, *f[10];
-		size_t fl[10];
-		uint64_t u, ino;
-		if (!end)
-			end = line + strlen(line);
-		for (int i = 0; i < 10; i++)
-			f[i] = next_field(&p, end, &fl[i]);
-		line = *end ? end : NULL;
-		if (fl[1] + fl[2] + 2 > sizeof t->e[0].key ||
-		    parse_u64(f[7], fl[7], 0, UINT32_MAX, &u, NULL) < 0 ||
-		    parse_u64(f[9], fl[9], 1, UINT64_MAX, &ino, NULL) < 0)
-			continue;
-		if (t->n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct tcp_entry *ne = realloc(t->e, ncap * sizeof *ne);
-			if (!ne)
-				return os_error_set(err, ENOMEM, "tcp table: out of memory");
-			t->e = ne;
-			cap = ncap;
-		}
-		struct tcp_entry *e = &t->e[t->n++];
-		snprintf(e->key, sizeof e->key, "%.*s %.*s", (int)fl[1], f[1], (int)fl[2], f[2]);
-		upper(e->key);
-		e->inode = (unsigned long)ino;
-		e->uid = (uid_t)u;
-	}
-	if (t->n)
-		qsort(t->e, t->n, sizeof *t->e, by_key);
-	t->built = true;
-	return 0;
-}
-
-static int tcp_table_find(const struct tcp_table *t, const struct sockaddr *sock_local,
-			  const struct sockaddr *sock_remote, unsigned long *inode, uid_t *uid)
-{
-	char la[40], ra[40];
-	unsigned lp, rp;
-	struct tcp_entry want;
-	proc_net_addr(sock_local, la, sizeof la, &lp);
-	proc_net_addr(sock_remote, ra, sizeof ra, &rp);
-	snprintf(want.key, sizeof want.key, "%s:%04X %s:%04X", la, lp, ra, rp);
-	upper(want.key);
-	const struct tcp_entry *e = t->n ? bsearch(&want, t->e, t->n, sizeof *t->e, by_key) : NULL;
-	if (!e)
-		return -1;
-	*inode = e->inode;
-	*uid = e->uid;
-	return 0;
-}
-
-static int find_socket_inode(struct identity_ctx *ctx, const struct sockaddr *peer,
-			     const struct sockaddr *local, unsigned long *inode, uid_t *uid,
-			     os_error *err)
-{
-	char path[64];
-	bool v6 = peer->sa_family == AF_INET6;
-	snprintf(path, sizeof path, "/proc/%d/net/%s", (int)ctx->entry_pid, v6 ? "tcp6" : "tcp");
-	_cleanup_free_ char *text = NULL;
-	struct tcp_table *t = &ctx->tcp[v6];
-	if ((!ctx->batch || !t->built) && file_read_all(path, PROC_NET_CAP, &text, NULL, err) < 0)
-		return -1;
-	/* From the agent's side its socket is local=peer, remote=our local. */
-	if (!ctx->batch)
-		return identity_parse_proc_net(text, v6, peer, local, inode, uid);
-	if (!t->built && tcp_table_build(text, t, err) < 0)
-		return -1;
-	return tcp_table_find(t, peer, local, inode, uid);
+	*inode = sk.inode;
+	*uid = sk.uid;
+	return IDENTITY_OK;
 }
 
 static pid_t read_ppid(pid_t pid)
@@ -582,10 +472,11 @@ void identity_digest(const struct identity *id, uint8_t out[SHA256_LEN])
 static int find_owners(struct identity_ctx *ctx, unsigned long inode, struct procfs_owners *out,
 		       os_error *err)
 {
+	struct procfs_scope scope = { ctx->netns_ino, ctx->cgroup_fd, getpid() };
 	if (!ctx->batch)
-		return procfs_socket_owners(ctx->netns_ino, inode, getpid(), out, err);
+		return procfs_scope_socket_owners(&scope, inode, out, err);
 	if (!ctx->batch_indexed) {
-		if (procfs_socket_index_build(ctx->netns_ino, getpid(), &ctx->index, err) < 0)
+		if (procfs_scope_index_build(&scope, &ctx->index, err) < 0)
 			return -1;
 		ctx->batch_indexed = true;
 	}
@@ -596,12 +487,10 @@ enum identity_failure identity_resolve(struct identity_ctx *ctx, const struct so
 				       const struct sockaddr *local, struct identity *out,
 				       os_error *err)
 {
-	unsigned long inode;
-	if (find_socket_inode(ctx, peer, local, &inode, &out->uid, err) < 0) {
-		if (err && err->code == 0)
-			os_error_set(err, ENOENT, "no socket for this connection in the sandbox");
-		return IDENTITY_NO_SOCKET;
-	}
+	unsigned long inode = 0;
+	enum identity_failure found = find_socket_inode(ctx, peer, local, &inode, &out->uid, err);
+	if (found != IDENTITY_OK)
+		return found;
 	/* All of them, or none: a list cut short could hide the one that differs.
 	 * Our own fds hold the other end, never the caller. */
 	_cleanup_procfs_owners_ struct procfs_owners owners = { 0 };

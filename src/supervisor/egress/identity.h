@@ -1,6 +1,6 @@
 /* identity.h - who is on the other end of a proxy connection, as the kernel
- * says: socket 4-tuple -> inode (the tcp and tcp6 tables of the sandbox namespace)
- * -> owning processes -> /proc/PID/exe and the ancestor chain up to the
+ * says: socket 4-tuple -> inode (an exact sock_diag lookup in the sandbox's
+ * network namespace, any socket family) -> owning processes -> /proc/PID/exe and the ancestor chain up to the
  * sandbox's entry process. Never trusts argv, comm or anything the caller
  * writes about itself; owners that disagree, or none found, are an error. */
 #ifndef OS_SUPERVISOR_IDENTITY_H
@@ -44,6 +44,12 @@ struct identity_ctx;
  * are looked up; only its descendants are accepted as owners). */
 int identity_ctx_new(pid_t entry_pid, struct identity_ctx **out, os_error *err);
 void identity_ctx_free(struct identity_ctx *ctx);
+/* The sandbox's cgroup (its processes, and nobody else, may hold its
+ * sockets): owners are then looked for among its members only, not among
+ * every process on the machine. Without one, every process in the
+ * network namespace is looked at. */
+int identity_ctx_set_cgroup(struct identity_ctx *ctx, const char *dir, os_error *err);
+
 /* More entry processes in the same sandbox: the relays of `sandbox exec`,
  * whose commands enter the sandbox beside the agent, not below it. */
 #define IDENTITY_EXTRA_MAX 64
@@ -72,10 +78,5 @@ void identity_batch_end(struct identity_ctx *ctx);
 /* A digest of the ancestry (the executables of the chain), to compare two
  * lookups of one connection without keeping both chains. */
 void identity_digest(const struct identity *id, uint8_t out[SHA256_LEN]);
-
-/* Test seam: find the inode of the socket with this 4-tuple in the text of a
- * /proc/net/tcp (or tcp6) file. Returns 0 and sets inode and uid, or -1. */
-int identity_parse_proc_net(const char *text, bool v6, const struct sockaddr *sock_local,
-			    const struct sockaddr *sock_remote, unsigned long *inode, uid_t *uid);
 
 #endif

@@ -201,6 +201,7 @@ static void conn_free(struct loop *l, void *data)
 	buf_free(&c->cout);
 	buf_free(&c->uin);
 	buf_free(&c->uout);
+	buf_free(&c->mw_body);
 	proxy_sse_stop(c);
 	proxy_ws_free(c);
 	free(c->chain_store);

@@ -122,6 +122,10 @@ struct conn {
 	bool masking;
 	size_t hold;
 	struct body req_body, resp_body;
+	/* network_middlewares rewrote this exchange's body: mw_body is sent
+	 * instead of the agent's (proxy_middleware.c). */
+	bool mw_replaced;
+	struct buf mw_body;
 	/* splice pipes: [0] agent->upstream, [1] upstream->agent */
 	int pipes[2][2];
 	size_t piped[2];
@@ -214,6 +218,33 @@ void proxy_serve_local(struct conn *c, const struct http_request *req);
 enum rpc_step { RPC_FORWARD, RPC_WAIT, RPC_ANSWERED };
 enum rpc_step proxy_judge_rpc(struct conn *c, const struct http_request *req, const char *method,
 			      const char *path, size_t consumed);
+
+/* proxy_body.c: a body judged whole: 411 when chunked, 413 over cap,
+ * RPC_WAIT until it is all buffered, then RPC_FORWARD (judge it). */
+struct whole_body {
+	const char *what; /* "JSON-RPC", "GraphQL" */
+	uint64_t cap;
+	const char *cap_name; /* the policy key that sets cap */
+	const char *chunked_reason, *too_large_reason;
+};
+enum rpc_step proxy_whole_body(struct conn *c, const struct http_request *req,
+			       const struct whole_body *w, size_t consumed);
+
+/* proxy_middleware.c: the network_middlewares chain (same steps as
+ * proxy_judge_rpc); commit swaps a rewritten body in once the head is
+ * built; refuses_tunnel answers a CONNECT that a fail_closed middleware
+ * selects but that would not be inspected. */
+enum rpc_step proxy_run_middlewares(struct conn *c, const struct http_request *req,
+				    const char *path, size_t consumed);
+int proxy_middleware_commit(struct conn *c, const struct http_request *req, os_error *err);
+bool proxy_middleware_refuses_tunnel(struct conn *c);
+/* The openshell/regex replacement of in[0..len) appended to out: the
+ * number of matches replaced, or (size_t)-1 with err set. */
+size_t mw_regex_redact(const char *in, size_t len, struct buf *out, os_error *err);
+
+/* proxy_graphql.c: graphql endpoints (same steps as proxy_judge_rpc). */
+enum rpc_step proxy_judge_graphql(struct conn *c, const struct http_request *req,
+				  const char *method, const char *path, size_t consumed);
 
 /* proxy_sse.c: MCP answers, judged before the agent sees them */
 enum mcp_answer { MCP_ANSWER_NONE, MCP_ANSWER_SSE, MCP_ANSWER_JSON };

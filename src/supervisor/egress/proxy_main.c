@@ -20,7 +20,7 @@
 
 struct opts {
 	const char *listen, *policy, *hosts, *dns, *upstream_ca, *ca_dir, *creds, *inference;
-	const char *audit_log, *sandbox_id;
+	const char *audit_log, *sandbox_id, *identity_cgroup;
 	long identity_pid;
 	unsigned max_conns, head_timeout_ms, max_upstreams, memory_mb;
 	bool endpoint_only, allow_sni_mismatch;
@@ -37,6 +37,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: openshell-proxy --listen HOST:PORT --policy FILE [--identity-pid PID]\n"
+		"         [--identity-cgroup DIR]\n"
 		"         [--hosts FILE] [--dns IP[:PORT],...] [--upstream-ca FILE] [--ca-dir "
 		"DIR]\n"
 		"         [--credentials FILE] [--inference FILE] [--audit-log FILE]\n"
@@ -52,17 +53,18 @@ static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
 	o->identity_pid = -1;
 	for (int i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		const char **slot = !strcmp(a, "--listen")	  ? &o->listen
-				    : !strcmp(a, "--policy")	  ? &o->policy
-				    : !strcmp(a, "--hosts")	  ? &o->hosts
-				    : !strcmp(a, "--dns")	  ? &o->dns
-				    : !strcmp(a, "--upstream-ca") ? &o->upstream_ca
-				    : !strcmp(a, "--ca-dir")	  ? &o->ca_dir
-				    : !strcmp(a, "--credentials") ? &o->creds
-				    : !strcmp(a, "--inference")	  ? &o->inference
-				    : !strcmp(a, "--audit-log")	  ? &o->audit_log
-				    : !strcmp(a, "--sandbox-id")  ? &o->sandbox_id
-								  : NULL;
+		const char **slot = !strcmp(a, "--listen")	      ? &o->listen
+				    : !strcmp(a, "--policy")	      ? &o->policy
+				    : !strcmp(a, "--hosts")	      ? &o->hosts
+				    : !strcmp(a, "--dns")	      ? &o->dns
+				    : !strcmp(a, "--upstream-ca")     ? &o->upstream_ca
+				    : !strcmp(a, "--ca-dir")	      ? &o->ca_dir
+				    : !strcmp(a, "--credentials")     ? &o->creds
+				    : !strcmp(a, "--inference")	      ? &o->inference
+				    : !strcmp(a, "--audit-log")	      ? &o->audit_log
+				    : !strcmp(a, "--sandbox-id")      ? &o->sandbox_id
+				    : !strcmp(a, "--identity-cgroup") ? &o->identity_cgroup
+								      : NULL;
 		uint64_t n;
 		if (!v)
 			return os_error_set(err, EINVAL, "%s needs a value", a);
@@ -106,6 +108,8 @@ static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
 	}
 	if (!o->listen || !o->policy)
 		return os_error_set(err, EINVAL, "--listen and --policy are required");
+	if (o->identity_cgroup && o->identity_pid <= 0)
+		return os_error_set(err, EINVAL, "--identity-cgroup needs --identity-pid");
 	return 0;
 }
 
@@ -202,6 +206,8 @@ static int run(struct state *st, os_error *err)
 	    resolver_new(l, &rc, &cfg.resolver, err) < 0 ||
 	    (o->identity_pid > 0 &&
 	     identity_ctx_new((pid_t)o->identity_pid, &cfg.identity, err) < 0) ||
+	    (cfg.identity && o->identity_cgroup &&
+	     identity_ctx_set_cgroup(cfg.identity, o->identity_cgroup, err) < 0) ||
 	    (o->creds && credentials_load(o->creds, &cfg.creds, err) < 0) ||
 	    (o->inference && inference_routes_load(o->inference, &cfg.inference, err) < 0))
 		return -1;
@@ -213,7 +219,7 @@ static int run(struct state *st, os_error *err)
 		    tls_ca_write_files(cfg.ca, ca, bundle, NULL, err) < 0)
 			return -1;
 	}
-	if (!(cfg.upstream_tls = tls_client_ctx_new(o->upstream_ca, err)))
+	if (upstream_trust_get(o->upstream_ca, &cfg.upstream_trust, err) < 0)
 		return -1;
 	cfg.audit = st->audit;
 	cfg.policy = st->holder;
@@ -231,7 +237,7 @@ static int run(struct state *st, os_error *err)
 	credentials_free(cfg.creds);
 	inference_routes_free(cfg.inference);
 	tls_ca_free(cfg.ca);
-	SSL_CTX_free(cfg.upstream_tls);
+	upstream_trust_put(cfg.upstream_trust);
 	policy_holder_free(st->holder);
 	audit_close(st->audit);
 	loop_run_once(l, 0, NULL); /* deferred frees */

@@ -218,6 +218,8 @@ static void handle_connect(struct conn *c, const struct http_request *req, size_
 		}
 		c->mode = MODE_MITM;
 	} else {
+		if (proxy_middleware_refuses_tunnel(c))
+			return;
 		c->mode = MODE_TUNNEL;
 		/* One allowed name must not front another at the same address. */
 		c->sni_pending = !cfg->allow_sni_mismatch && !host_is_ip_literal(c->host);
@@ -280,8 +282,9 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	for (size_t i = 0; i < req->headers.n && rc == 0; i++) {
 		const struct http_header *h = &req->headers.v[i];
 		if ((is_hop_header(h->name) && !proxy_ws_hop_kept(c, h->name)) ||
-		    proxy_ws_header_dropped(c, h->name))
-			continue;
+		    proxy_ws_header_dropped(c, h->name) ||
+		    (c->mw_replaced && str_ieq(h->name.p, h->name.len, "content-length", 14)))
+			continue; /* a rewritten body has its own length (below) */
 		/* Toward a credential-bound endpoint, or an upstream that ever
 		 * received a secret, the answer must be readable to be scrubbed
 		 * of secrets: no compression. */
@@ -315,6 +318,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	if (val.data)
 		memset(val.data, 0, val.alloc); /* may have held a secret */
 	buf_free(&val);
+	if (rc == 0 && c->mw_replaced)
+		rc = buf_printf(o, &err, "Content-Length: %zu\r\n", c->mw_body.len);
 	if (rc == 0 && c->ws_upgrade) {
 		rc = http_write_header(o, "Connection", "Upgrade", &err);
 		if (rc == 0 && proxy_ws_offer(c))
@@ -362,6 +367,10 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	if (!proxy_judge_shape(c, req, method, raw, logged, &d))
 		return;
 	enum rpc_step rs = proxy_judge_rpc(c, req, method, logged, consumed);
+	if (rs == RPC_FORWARD)
+		rs = proxy_judge_graphql(c, req, method, logged, consumed);
+	if (rs == RPC_FORWARD) /* after the L7 decision, before credentials */
+		rs = proxy_run_middlewares(c, req, logged, consumed);
 	if (rs != RPC_FORWARD)
 		return; /* answered, or waiting for the rest of the body */
 	if (!proxy_ws_check_upgrade(c, req, raw, logged))
@@ -393,6 +402,11 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		return;
 	}
 	buf_consume(&c->cin, consumed);
+	if (c->mw_replaced && proxy_middleware_commit(c, req, &err) < 0) {
+		buf_reset(&c->uout);
+		reply_error(c, 500, "internal_error", err.msg, "middleware_failed");
+		return;
+	}
 	c->resp_head_done = false;
 	c->resp_body.state = BODY_DONE;
 	http_parser_reset(&c->rparser);

@@ -171,24 +171,13 @@ enum rpc_step proxy_judge_rpc(struct conn *c, const struct http_request *req, co
 		return RPC_FORWARD;
 	if (strcmp(method, "POST") != 0)
 		return judge_bodiless(c, req, method, path);
-	if (req->framing.chunked) {
-		reply_error(c, 411, "length_required",
-			    "JSON-RPC bodies are inspected whole: send a Content-Length",
-			    "rpc_chunked");
-		return RPC_ANSWERED;
-	}
 	uint64_t cap = c->ep->json_rpc_max_body_bytes;
-	if (req->framing.content_length > cap) {
-		char detail[128];
-		snprintf(detail, sizeof detail,
-			 "JSON-RPC body of %llu bytes exceeds max_body_bytes %llu",
-			 (unsigned long long)req->framing.content_length, (unsigned long long)cap);
-		reply_error(c, 413, "payload_too_large", detail, "rpc_body_too_large");
-		return RPC_ANSWERED;
-	}
+	struct whole_body w = { "JSON-RPC", cap, "max_body_bytes", "rpc_chunked",
+				"rpc_body_too_large" };
+	enum rpc_step st = proxy_whole_body(c, req, &w, consumed);
+	if (st != RPC_FORWARD)
+		return st;
 	size_t len = (size_t)req->framing.content_length;
-	if (c->cin.len < consumed + len)
-		return RPC_WAIT; /* the head is parsed again when more bytes come */
 	struct jsonrpc_payload p;
 	enum jsonrpc_fault fault;
 	os_error err = { 0 };

@@ -250,8 +250,14 @@ enum step_result upstream_connect_step(struct conn *c)
 static void start_upstream_tls(struct conn *c, const char *name)
 {
 	const struct proxy_config *cfg = proxy_cfg(c->proxy);
-	SSL *u = SSL_new(cfg->upstream_tls);
 	os_error err = { 0 };
+	SSL_CTX *ctx = upstream_trust_ctx(cfg->upstream_trust, &err);
+	if (!ctx) {
+		log_warn("proxy: %s", err.msg);
+		reply_error(c, 502, "upstream_tls", err.msg, "upstream_tls_failed");
+		return;
+	}
+	SSL *u = SSL_new(ctx);
 	if (!u || SSL_set_fd(u, c->upstream.fd) != 1 || tls_client_set_host(u, name, &err) < 0) {
 		SSL_free(u);
 		reply_error(c, 502, "upstream_tls", "cannot set up upstream TLS",

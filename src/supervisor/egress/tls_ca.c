@@ -258,16 +258,3 @@ SSL_CTX *tls_ca_server_ctx(struct tls_ca *ca, const char *host, os_error *err)
 	SSL_CTX_up_ref(ctx);
 	return ctx;
 }
-
-SSL_CTX *tls_client_ctx_new(const char *extra_ca_file, os_error *err)
-{
-	const struct tls_client_config cfg = {
-		.ca_file = extra_ca_file,
-		.ca_adds_to_system = true,
-		.ca_what = "--upstream-ca",
-	};
-	SSL_CTX *ctx = NULL;
-	if (tls_ctx_new_client(&cfg, &ctx, err) < 0)
-		os_error_prefix(err, "creating upstream TLS context");
-	return ctx;
-}

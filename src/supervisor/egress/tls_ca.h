@@ -32,12 +32,6 @@ int tls_ca_write_files(const struct tls_ca *ca, const char *ca_path, const char 
  * (SSL_CTX_free when done). */
 SSL_CTX *tls_ca_server_ctx(struct tls_ca *ca, const char *host, os_error *err);
 
-/* A client SSL_CTX for upstream connections: TLS 1.2+, peer verification on,
- * trusting the system roots plus extra_ca_file (NULL for none; tests use it
- * for their local CA). Hostname checks are set per connection with
- * tls_client_set_host() (tlsctx.h). */
-SSL_CTX *tls_client_ctx_new(const char *extra_ca_file, os_error *err);
-
 /* Last OpenSSL error as text, for messages. */
 const char *tls_last_error(void);
 

@@ -593,6 +593,53 @@ def id_child_of_allowed_interpreter():
                           "http://api.test:8000/interp-child"])}
 
 
+# ---- identity across socket families and shared sockets (test_identity_sharing.py) ------
+LD_SO = "/lib64/ld-linux-x86-64.so.2"  # python3 under it is another binary: ld.so
+SHARE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sock_share.py")
+JAVA = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
+
+
+def with_status(r):
+    """The program's last output line is its JSON answer."""
+    try:
+        r.update(json.loads(r["out"].strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        r["status"] = 0
+    return r
+
+
+def share(move, url, as_loader=False):
+    host, port = proxy_addr()
+    argv = [sys.executable, SHARE, move, host, str(port), url, LD_SO]
+    return with_status(run([LD_SO, *argv] if as_loader else argv, timeout=40))
+
+
+def java_get(url):
+    host, port = proxy_addr()
+    return with_status(run([JAVA, os.path.join(os.path.dirname(SHARE), "JavaGet.java"), host,
+                            str(port), url], timeout=60))
+
+
+@probe
+def sh_families():
+    """ld.so-python is allowed for other.test, plain python3 is not."""
+    return {"v6_allowed": share("v6", "http://other.test:8000/sh-v6-allowed", as_loader=True),
+            "v6_denied": share("v6", "http://other.test:8000/sh-v6-denied"),
+            "v4_allowed": share("fork-shared", "http://other.test:8000/sh-v4-allowed",
+                                as_loader=True),
+            "java": java_get("http://upstream.test:8000/sh-java"),
+            "java_denied": java_get("http://other.test:8000/sh-java-denied")}
+
+
+@probe
+def sh_passing():
+    return {"pass_drop": share("pass-drop", "http://other.test:8000/sh-pass-drop"),
+            "pass_keep": share("pass-keep", "http://other.test:8000/sh-pass-keep"),
+            "share_denied": share("share-denied", "http://other.test:8000/sh-share-denied",
+                                  as_loader=True),
+            "exit_now": share("exit-now", "http://other.test:8000/sh-exit-now")}
+
+
 # ---- credential leakage -------------------------------------------------------------
 PH = "openshell:resolve:env:GITHUB_TOKEN"
 
@@ -1035,6 +1082,53 @@ def fc_after_crash():
     out = {"proxy": tcp(*proxy_addr()), "canary": tcp(CFG["canary"], 8080),
            "udp": udp(CFG["canary"], 53, dns_query("after.crash.canary.test"))}
     return out
+
+
+# ---- GraphQL inspection -----------------------------------------------------------------
+def gql_post(doc, name=None, raw=None, host="api.test"):
+    """A GraphQL POST over TLS through the proxy (the agent's own client)."""
+    body = raw if raw is not None else json.dumps(
+        {"query": doc, **({"operationName": name} if name else {})}).encode()
+    return tls_request(host, 443, "/graphql", ["Content-Type: application/json"],
+                       method="POST", body=body)
+
+
+@probe
+def gq_operations():
+    return {
+        "allowed": gql_post("query Viewer { viewer { login } }"),
+        "unlisted": gql_post("{ viewer { login } organization { id } }"),
+        "alias": gql_post("mutation IssueNew { createIssue: deleteRepository(id: 1) { id } }"),
+        "fragment": gql_post("mutation IssueNew { ...F } "
+                             "fragment F on Mutation { x: deleteRepository(id: 1) { id } }"),
+        "mutation_ok": gql_post("mutation IssueNew { createIssue(title: \"t\") { id } }"),
+        "name_mismatch": gql_post("query Ok { viewer { id } } "
+                                  "mutation Bad { deleteRepository(id: 1) { id } }", "Bad"),
+        "duplicate_keys": gql_post(None, raw=b'{"query":"{ viewer { id } }",'
+                                   b'"query":"mutation { deleteRepository(id: 1) { id } }"}'),
+        "comment": gql_post("# deleteRepository\n{ viewer(n: \"deleteRepository\") { id } }"),
+        "deep": gql_post("{ viewer " + "{ a " * 140 + "}" * 141),
+        "oversized": gql_post("{ viewer { id } }" + " " * 5000),
+        "plain_get": get_abs("http://upstream.test/graphql?query=%7B+viewer+%7B+id+%7D+%7D"),
+        "plain_get_denied": get_abs("http://upstream.test/graphql?query="
+                                    "%7B+organization+%7B+id+%7D+%7D"),
+    }
+
+
+# ---- network middlewares ----------------------------------------------------------------
+MW_KEY = "sk-" + "Adv3rsarial_Key-0123"
+
+
+@probe
+def mw_redaction():
+    body = f'{{"prompt": "my key is {MW_KEY}"}}'.encode()
+    return {
+        "tls": tls_request("api.test", 443, "/mw-tls", method="POST", body=body),
+        "plain": get_abs("http://upstream.test/mw-plain", method="POST", body=body),
+        "binary": tls_request("api.test", 443, "/mw-binary", method="POST",
+                              body=b"\xff" + MW_KEY.encode()),
+        "tunnel": tunnel("creds.test", 443)[1],
+    }
 
 
 # ---- main --------------------------------------------------------------------------------

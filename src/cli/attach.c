@@ -1,0 +1,199 @@
+/* attach.c - the foreground `sandbox create` (see attach.h). The output
+ * stream is the supervisor's log, where the agent's lines and the
+ * supervisor's own JSON records (and the launcher's "openshell-sandbox:"
+ * lines) meet: the records are told apart and kept back (warnings and errors
+ * excepted), so a run that works shows only what the agent printed. A signal does not kill the CLI: it asks
+ * the gateway to stop the sandbox, and the stream then ends as it does. */
+#include "attach.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "json.h"
+#include "parse.h"
+
+#define KEPT_MAX 64 /* supervisor messages kept back to show on failure */
+
+struct attach {
+	const struct attach_opts *o;
+	char *kept[KEPT_MAX];
+	size_t n_kept, dropped;
+};
+
+struct stopper {
+	struct cli *cli;
+	char path[512];
+	volatile sig_atomic_t fired;
+};
+
+enum line_kind { AGENT, OURS, OURS_WARNING };
+
+/* One of our components' lines (a warning or an error among them), or the
+ * agent's. */
+static enum line_kind kind_of(const char *line, size_t len)
+{
+	if (str_has_prefix(line, "openshell-sandbox: ") ||
+	    str_has_prefix(line, "openshell-supervisor: "))
+		return OURS;
+	if (len == 0 || line[0] != '{')
+		return AGENT;
+	_cleanup_json_ json_t *rec = json_loadb(line, len, 0, NULL);
+	const char *comp = json_string_value(json_object_get(rec, "component"));
+	const char *lvl = json_string_value(json_object_get(rec, "level"));
+	if (!comp || !str_has_prefix(comp, "openshell-") ||
+	    !json_is_string(json_object_get(rec, "msg")))
+		return AGENT;
+	return lvl && (!strcmp(lvl, "warn") || !strcmp(lvl, "error")) ? OURS_WARNING : OURS;
+}
+
+/* An agent's last output without a newline runs into the next record in the
+ * shared log: where that record starts. */
+static size_t record_start(const char *line, size_t len)
+{
+	static const char mark[] = "{\"ts\":\"";
+	for (const char *p = line + 1; p && p < line + len;
+	     p = memchr(p + 1, '{', (size_t)(line + len - p - 1))) {
+		if ((size_t)(line + len - p) > strlen(mark) && !memcmp(p, mark, strlen(mark)) &&
+		    kind_of(p, (size_t)(line + len - p)) != AGENT)
+			return (size_t)(p - line);
+	}
+	return len;
+}
+
+static int on_line(const char *line, size_t len, void *user)
+{
+	struct attach *a = user;
+	enum line_kind k = kind_of(line, len);
+	if (k == AGENT) {
+		size_t cut = len ? record_start(line, len) : 0;
+		fwrite(line, 1, cut, stdout);
+		if (cut < len) {
+			fflush(stdout);
+			return on_line(line + cut, len - cut, user);
+		}
+		putchar('\n');
+		fflush(stdout);
+		return 0;
+	}
+	if (a->o->verbose || k == OURS_WARNING) {
+		fprintf(stderr, "%.*s\n", (int)len, line);
+		return 0;
+	}
+	if (a->n_kept == KEPT_MAX) {
+		free(a->kept[0]);
+		memmove(a->kept, a->kept + 1, (KEPT_MAX - 1) * sizeof(char *));
+		a->n_kept--;
+		a->dropped++;
+	}
+	a->kept[a->n_kept++] = str_ndup(line, len);
+	return 0;
+}
+
+static void show_kept(struct attach *a)
+{
+	if (a->dropped)
+		fprintf(stderr, "(%zu earlier supervisor messages: openshell sandbox logs)\n",
+			a->dropped);
+	for (size_t i = 0; i < a->n_kept; i++)
+		fprintf(stderr, "%s\n", a->kept[i] ? a->kept[i] : "");
+}
+
+static void *wait_for_signal(void *data)
+{
+	struct stopper *s = data;
+	sigset_t set;
+	int sig = 0;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	for (;;) {
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		long status = 0;
+		json_t *out = NULL;
+		os_error err = { 0 };
+		if (!s->fired)
+			fprintf(stderr,
+				"\nopenshell: stopping the sandbox (signal %d; use --detach "
+				"to leave it running)\n",
+				sig);
+		s->fired = 1;
+		if (client_call(&s->cli->client, "POST", s->path, NULL, &status, &out, &err) < 0)
+			fprintf(stderr, "openshell: stopping: %s\n", err.msg);
+		json_decref(out);
+	}
+	return NULL;
+}
+
+/* From here on a signal stops the sandbox instead of the CLI. */
+static int catch_signals(struct stopper *s, const char *name)
+{
+	sigset_t set;
+	pthread_t t;
+	snprintf(s->path, sizeof(s->path), "/v1/sandboxes/%s/stop", name);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0 ||
+	    pthread_create(&t, NULL, wait_for_signal, s) != 0)
+		return -1;
+	pthread_detach(t);
+	return 0;
+}
+
+static int remove_sandbox(struct cli *cli, const char *name)
+{
+	char path[512];
+	long status = 0;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", name);
+	_cleanup_json_ json_t *out = cli_api(cli, "DELETE", path, NULL, &status);
+	if (!out)
+		return -1;
+	_cleanup_json_ json_t *gone =
+		cli_wait_phase(cli, name, (const char *const[]){ NULL }, true);
+	return gone ? 0 : -1;
+}
+
+int attach_foreground(struct cli *cli, const char *name, const struct attach_opts *o)
+{
+	static const char *const over[] = { "Error", "Stopped", "Succeeded", "Failed", NULL };
+	struct attach a = { .o = o };
+	static struct stopper stop; /* the signal thread outlives this frame */
+	stop.cli = cli;
+	char path[512];
+	os_error err = { 0 };
+	int rc = CLI_FAIL;
+	_cleanup_json_ json_t *end = NULL;
+	if (catch_signals(&stop, name) < 0)
+		return cli_fail("cannot watch for Ctrl-C");
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs?follow=1", name);
+	if (client_stream_lines(&cli->client, path, on_line, &a, &err) < 0) {
+		cli_fail("%s", err.msg);
+		goto out;
+	}
+	if (!(end = cli_wait_phase(cli, name, over, false)))
+		goto out;
+	const char *phase = json_string_value(json_object_get(end, "phase"));
+	bool failed = phase && !strcmp(phase, "Error");
+	if (failed && !o->verbose)
+		show_kept(&a);
+	if (failed)
+		cli_fail("sandbox %s: %s", name,
+			 str_or(json_string_value(json_object_get(end, "message")), "failed"));
+	const json_t *ec = json_object_get(end, "exit_code");
+	rc = stop.fired			      ? 130
+	     : failed || !json_is_integer(ec) ? CLI_FAIL
+					      : (int)json_integer_value(ec);
+	if (o->rm && remove_sandbox(cli, name) < 0 && rc == 0)
+		rc = CLI_FAIL;
+out:
+	for (size_t i = 0; i < a.n_kept; i++)
+		free(a.kept[i]);
+	return rc;
+}
