@@ -15,8 +15,11 @@ static void usage(void)
 		"usage: netbench serve-bulk ADDR PORT   each connection: \"N\\n\", then N bytes\n"
 		"       netbench serve-http ADDR PORT   keep-alive HTTP/1.1, GET -> small body\n"
 		"       netbench serve-rpc ADDR PORT    keep-alive JSON-RPC over HTTP POST\n"
+		"       netbench serve-ws ADDR PORT     WebSocket echo (one connection at a time)\n"
 		"       netbench bulk --connect ADDR:PORT [--proxy ADDR:PORT] --bytes N\n"
 		"                      prints Gbit/s of one N-byte transfer\n"
+		"       netbench ws --target ADDR:PORT [--proxy ADDR:PORT] --messages N\n"
+		"                      prints messages/s of N echoed text messages\n"
 		"       netbench idle --target ADDR:PORT --proxy ADDR:PORT --count N\n"
 		"                      opens N CONNECT tunnels, prints \"ready N\", holds them\n"
 		"                      until stdin reaches EOF\n"
@@ -63,19 +66,25 @@ static int run(int argc, char **argv, os_error *err)
 	struct client_opts o = { 0 };
 	struct nb_addr a;
 	if (!strcmp(mode, "serve-bulk") || !strcmp(mode, "serve-http") ||
-	    !strcmp(mode, "serve-rpc")) {
+	    !strcmp(mode, "serve-rpc") || !strcmp(mode, "serve-ws")) {
 		if (argc != 4)
 			return os_error_set(err, EINVAL, "%s needs ADDR PORT", mode);
 		if (nb_addr_parse2(argv[2], argv[3], &a, err) < 0)
 			return -1;
 		return mode[6] == 'b'	? nb_serve_bulk(&a, err)
 		       : mode[6] == 'h' ? nb_serve_http(&a, err)
+		       : mode[6] == 'w' ? nb_serve_ws(&a, err)
 					: nb_serve_rpc(&a, err);
 	}
 	if (!strcmp(mode, "bulk")) {
 		if (parse_client(argc, argv, "--bytes", &o, err) < 0)
 			return -1;
 		return nb_bulk(&o.target, o.has_proxy ? &o.proxy : NULL, o.number, err);
+	}
+	if (!strcmp(mode, "ws")) {
+		if (parse_client(argc, argv, "--messages", &o, err) < 0)
+			return -1;
+		return nb_ws(&o.target, o.has_proxy ? &o.proxy : NULL, o.number, err);
 	}
 	if (!strcmp(mode, "idle")) {
 		if (parse_client(argc, argv, "--count", &o, err) < 0)

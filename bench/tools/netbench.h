@@ -43,6 +43,9 @@ double nb_now(void);
 int nb_serve_bulk(const struct nb_addr *a, os_error *err);
 int nb_serve_http(const struct nb_addr *a, os_error *err);
 int nb_serve_rpc(const struct nb_addr *a, os_error *err);
+int nb_serve_ws(const struct nb_addr *a, os_error *err);
+/* Prints messages/s of count echoed text messages on one WebSocket. */
+int nb_ws(const struct nb_addr *target, const struct nb_addr *proxy, uint64_t count, os_error *err);
 int nb_bulk(const struct nb_addr *target, const struct nb_addr *proxy, uint64_t bytes,
 	    os_error *err);
 int nb_idle(const struct nb_addr *target, const struct nb_addr *proxy, unsigned count,

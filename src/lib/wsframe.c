@@ -107,6 +107,29 @@ int ws_check_frame(struct ws_stream *s, const struct ws_head *h, int *code, os_e
 	return 0;
 }
 
+size_t ws_put_head(uint8_t *out, uint8_t opcode, uint64_t len, const uint8_t *mask)
+{
+	size_t n = 0;
+	uint8_t m = mask ? 0x80 : 0;
+	out[n++] = (uint8_t)(0x80 | opcode);
+	if (len < 126) {
+		out[n++] = (uint8_t)(m | len);
+	} else if (len <= 0xffff) {
+		out[n++] = m | 126;
+		out[n++] = (uint8_t)(len >> 8);
+		out[n++] = (uint8_t)len;
+	} else {
+		out[n++] = m | 127;
+		for (int i = 7; i >= 0; i--)
+			out[n++] = (uint8_t)(len >> (8 * i));
+	}
+	if (mask) {
+		memcpy(out + n, mask, 4);
+		n += 4;
+	}
+	return n;
+}
+
 void ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t off)
 {
 	for (size_t i = 0; i < n; i++)

@@ -65,6 +65,10 @@ int ws_parse_head(const uint8_t *in, size_t len, bool from_client, struct ws_hea
 /* Checks h against the stream and advances it: 0, or -1 (*code, err). */
 int ws_check_frame(struct ws_stream *s, const struct ws_head *h, int *code, os_error *err);
 
+/* Writes a frame head (FIN set, minimal length encoding, the mask when
+ * given) to out, which holds WS_HEAD_MAX bytes; returns its length. */
+size_t ws_put_head(uint8_t *out, uint8_t opcode, uint64_t len, const uint8_t *mask);
+
 /* XORs n payload bytes that start at payload offset off. */
 void ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t off);
 

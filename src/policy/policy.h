@@ -30,13 +30,23 @@ enum policy_protocol {
 	POLICY_PROTO_JSONRPC, /* JSON-RPC 2.0 over HTTP POST (`json-rpc`) */
 	POLICY_PROTO_MCP, /* MCP over streamable HTTP (`mcp`) */
 	POLICY_PROTO_GRAPHQL, /* GraphQL over HTTP GET / POST (`graphql`) */
+	/* WebSocket (`websocket`): the upgrade judged as REST, then each client
+	 * text message as method WEBSOCKET_TEXT on the upgrade's path and query. */
+	POLICY_PROTO_WEBSOCKET,
 };
 /* Requests on the endpoint are parsed and judged (TLS is terminated for it). */
 static inline bool policy_protocol_inspected(enum policy_protocol p)
 {
 	return p == POLICY_PROTO_REST || p == POLICY_PROTO_JSONRPC || p == POLICY_PROTO_MCP ||
-	       p == POLICY_PROTO_GRAPHQL;
+	       p == POLICY_PROTO_GRAPHQL || p == POLICY_PROTO_WEBSOCKET;
 }
+/* Requests are judged by REST rules (method, path, query). */
+static inline bool policy_protocol_rest_rules(enum policy_protocol p)
+{
+	return p == POLICY_PROTO_REST || p == POLICY_PROTO_WEBSOCKET;
+}
+/* The method a WebSocket text message is judged as (OpenShell's name). */
+#define POLICY_WEBSOCKET_TEXT_METHOD "WEBSOCKET_TEXT"
 static inline bool policy_protocol_is_rpc(enum policy_protocol p)
 {
 	return p == POLICY_PROTO_JSONRPC || p == POLICY_PROTO_MCP;
@@ -117,6 +127,7 @@ struct policy_endpoint {
 	bool allow_encoded_slash;
 	bool allow_uninspected_credentials;
 	bool request_body_credential_rewrite;
+	/* Placeholders in WebSocket text messages are resolved (enforced). */
 	bool websocket_credential_rewrite;
 	/* json-rpc / mcp (`json_rpc:` / `mcp:` stanzas) */
 	uint32_t json_rpc_max_body_bytes; /* always set for those protocols */

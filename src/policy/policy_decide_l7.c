@@ -247,7 +247,7 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 		graphql_decide_transport(ep, m, canon, out);
 		return;
 	}
-	if (ep->protocol != POLICY_PROTO_REST) {
+	if (!policy_protocol_rest_rules(ep->protocol)) {
 		out->verdict = POLICY_ALLOW;
 		out->reason = POLICY_R_NOT_INSPECTED;
 		snprintf(out->detail, sizeof out->detail, "endpoint of policy %s is not inspected",

@@ -363,15 +363,12 @@ static const struct {
 	{ "allow_encoded_slash", "encoded slashes (%2F) are still refused" },
 	{ "allow_uninspected_credentials", "credentials are still never sent uninspected" },
 	{ "request_body_credential_rewrite", "placeholders in request bodies are forwarded as is" },
-	{ "websocket_credential_rewrite",
-	  "placeholders in WebSocket messages are forwarded as is" },
 };
 
 static bool *flag_for(struct policy_endpoint *ep, size_t i)
 {
 	bool *const f[] = { &ep->allow_encoded_slash, &ep->allow_uninspected_credentials,
-			    &ep->request_body_credential_rewrite,
-			    &ep->websocket_credential_rewrite };
+			    &ep->request_body_credential_rewrite };
 	return f[i];
 }
 
@@ -398,11 +395,11 @@ static enum policy_protocol policy_protocol_of(const struct ynode *v)
 	static const struct {
 		const char *name;
 		enum policy_protocol p;
-	} known[] = { { "rest", POLICY_PROTO_REST },
-		      { "tcp", POLICY_PROTO_TCP },
-		      { "json-rpc", POLICY_PROTO_JSONRPC },
-		      { "mcp", POLICY_PROTO_MCP },
-		      { "graphql", POLICY_PROTO_GRAPHQL } };
+	} known[] = {
+		{ "rest", POLICY_PROTO_REST },	      { "tcp", POLICY_PROTO_TCP },
+		{ "json-rpc", POLICY_PROTO_JSONRPC }, { "mcp", POLICY_PROTO_MCP },
+		{ "graphql", POLICY_PROTO_GRAPHQL },  { "websocket", POLICY_PROTO_WEBSOCKET }
+	};
 	for (size_t i = 0; v && i < ARRAY_SIZE(known); i++)
 		if (ynode_scalar_eq(v, known[i].name))
 			return known[i].p;
@@ -426,7 +423,7 @@ static void load_tls(struct lctx *c, const struct ynode *v, struct policy_endpoi
 
 static void load_protocol(struct lctx *c, const struct ynode *v, struct policy_endpoint *ep)
 {
-	static const char *const later[] = { "sql", "websocket", NULL };
+	static const char *const later[] = { "sql", NULL };
 	enum policy_protocol p = policy_protocol_of(v);
 	if (p != POLICY_PROTO_NONE) {
 		ep->protocol = p;
@@ -436,11 +433,11 @@ static void load_protocol(struct lctx *c, const struct ynode *v, struct policy_e
 		if (ynode_scalar_eq(v, later[i])) {
 			lerr(c, v,
 			     "protocol %s is not supported yet (its requests would pass "
-			     "uninspected); use rest, json-rpc, mcp, graphql or tcp",
+			     "uninspected); use rest, json-rpc, mcp, graphql, websocket or tcp",
 			     later[i]);
 			return;
 		}
-	lerr_expected(c, v, "rest, json-rpc, mcp, graphql or tcp");
+	lerr_expected(c, v, "rest, json-rpc, mcp, graphql, websocket or tcp");
 }
 
 static void load_field(struct lctx *c, const char *k, const struct ynode *v,
@@ -477,6 +474,8 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 		load_json_rpc_stanza(c, v, ep);
 	} else if (!strcmp(k, "mcp")) {
 		load_mcp_stanza(c, v, ep);
+	} else if (!strcmp(k, "websocket_credential_rewrite")) {
+		get_bool(c, v, &ep->websocket_credential_rewrite); /* proxy_ws.c */
 	} else if (load_graphql_field(c, k, v, ep)) {
 		return;
 	}
@@ -529,7 +528,7 @@ static void ignore_l7_keys(struct lctx *c, const struct ynode *n, struct policy_
 /* Rules between fields; each error points at the offending key. */
 static void check_combination(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
 {
-	bool rest = ynode_scalar_eq(ynode_map_get(n, "protocol"), "rest");
+	bool rest = policy_protocol_rest_rules(ep->protocol);
 	bool inspected = policy_protocol_inspected(ep->protocol);
 	bool tcp = ynode_scalar_eq(ynode_map_get(n, "protocol"), "tcp");
 	bool proto = ynode_map_get(n, "protocol") != NULL;
@@ -540,13 +539,14 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 	size_t old = c->plen;
 	if (deny && !inspected) {
 		kp_push(c, ".deny_rules");
-		lerr(c, deny, "requires protocol: rest, json-rpc, mcp or graphql");
+		lerr(c, deny, "requires protocol: rest, json-rpc, mcp, graphql or websocket");
 	} else if (rules && acc) {
 		kp_push(c, ".rules");
 		lerr(c, rules, "cannot be combined with access (choose one)");
 	} else if (rest && !rules && !acc) {
 		kp_push(c, ".protocol");
-		lerr(c, ynode_map_get(n, "protocol"), "rest needs access or rules");
+		lerr(c, ynode_map_get(n, "protocol"), "%s needs access or rules",
+		     ep->protocol == POLICY_PROTO_WEBSOCKET ? "websocket" : "rest");
 	} else if (tcp && (rules || acc || ynode_map_get(n, "enforcement"))) {
 		const char *k = rules ? "rules" : acc ? "access" : "enforcement";
 		kp_push(c, ".%s", k);

@@ -4,7 +4,6 @@ an L4 tunnel, smuggling attempts, abandoned connections): zero leak or
 memory-error reports when it exits. Uses the sanitizer build (build-san)
 that `make check` builds beside the normal one."""
 import os
-import signal
 import socket
 import subprocess
 
@@ -16,8 +15,7 @@ from test_proxy import POLICY, SECRET
 
 pytestmark = build.needs("openshell-proxy")
 
-SAN_BIN = build.binary("openshell-proxy",
-                       os.path.join(os.path.dirname(build.BUILD.rstrip("/")), "build-san"))
+SAN_BIN = proxy_util.SAN_PROXY_BIN
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +46,10 @@ def test_proxy_load_under_leak_checker(upstream, monkeypatch):
         for s in socks:
             s.sendall(b"CONNECT upstream.test:443 HTTP/1.1\r\n")
     finally:
-        p.proc.send_signal(signal.SIGTERM)
-        _, err = p.proc.communicate(timeout=30)
+        err = proxy_util.stop_sanitized(p, timeout=30)
         for s in locals().get("socks", []):
             s.close()
-    assert "ERROR: LeakSanitizer" not in err, err[-4000:]
-    assert "ERROR: AddressSanitizer" not in err, err[-4000:]
-    assert "runtime error" not in err, err[-4000:]
-    # Every state change the load made is one proxy_state.c allows.
-    assert "unexpected state change" not in err, err[-4000:]
-    assert p.proc.returncode == 0, err[-2000:]
+    proxy_util.assert_sanitizer_clean(p, err)
 
 
 RPC_POLICY = """
@@ -117,12 +109,7 @@ def test_jsonrpc_and_mcp_under_leak_checker(upstream, monkeypatch):
                 post(b"other.test:9100", path, b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
                      b"Accept: application/json, text/event-stream\r\n")
     finally:
-        p.proc.send_signal(signal.SIGTERM)
-        _, err = p.proc.communicate(timeout=30)
+        err = proxy_util.stop_sanitized(p, timeout=30)
         fake.kill()
         fake.wait()
-    assert "ERROR: LeakSanitizer" not in err, err[-4000:]
-    assert "ERROR: AddressSanitizer" not in err, err[-4000:]
-    assert "runtime error" not in err, err[-4000:]
-    assert "unexpected state change" not in err, err[-4000:]
-    assert p.proc.returncode == 0, err[-2000:]
+    proxy_util.assert_sanitizer_clean(p, err)

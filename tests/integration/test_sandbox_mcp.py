@@ -6,14 +6,11 @@ reaches the server, and a server notification the policy forbids is not
 delivered, while the method profile's endpoint delivers it."""
 import json
 import os
-import subprocess
-import tempfile
 
 import pytest
 
-from tests.lib import build, mcp_util
+from tests.lib import agent_sandbox, build, mcp_util
 from tests.lib.adv_util import UPSTREAM_IP, Upstream
-from tests.lib.boundary_util import LAUNCHER, SUPERVISOR
 
 pytestmark = build.needs("openshell-supervisor", "openshell-sandbox")
 
@@ -60,34 +57,10 @@ def server(upstream):
 def run_agent(upstream, url, *steps):
     py = mcp_util.python()
     venv = os.path.dirname(os.path.dirname(py))
-    d = tempfile.mkdtemp(prefix="osmcp-", dir="/var/tmp")
-    ro = ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "/dev/urandom", venv,
-          os.path.dirname(mcp_util.CLIENT)]
-    policy = os.path.join(d, "policy.yaml")
-    audit = os.path.join(d, "audit.log")
-    hosts = os.path.join(d, "hosts")
-    with open(policy, "w") as f:
-        f.write("version: 1\nfilesystem_policy:\n  include_workdir: false\n"
-                f"  read_only: {json.dumps(ro)}\n"
-                '  read_write: ["/tmp", "/dev/null"]\n'
-                'process: {run_as_user: "65534", run_as_group: "65534"}\n'
-                f"network_policies:{NETWORK}")
-    with open(hosts, "w") as f:
-        f.write(f"{UPSTREAM_IP} upstream.test api.test\n")
-    sid = f"mcp{os.getpid() % 10000}"
-    cmd = [SUPERVISOR, "--backend", "inpod", "--sandbox-id", sid, "--proxy-port", "3128",
-           "--launcher", LAUNCHER, "--policy", policy, "--audit-log", audit, "--hosts", hosts,
-           "--", py, mcp_util.CLIENT, url, *steps]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                           env=dict(os.environ, MCP_READ_TIMEOUT="8"))
-        lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
-        assert lines, f"agent printed nothing (rc {r.returncode}): {r.stderr[-3000:]}"
-        with open(audit) as f:
-            records = [json.loads(l) for l in f if l.strip()]
-        return lines, records
-    finally:
-        subprocess.run(["rm", "-rf", d])
+    return agent_sandbox.run(NETWORK, [py, mcp_util.CLIENT, url, *steps],
+                             read_only=[venv, os.path.dirname(mcp_util.CLIENT)],
+                             names=("upstream.test", "api.test"), tag="mcp",
+                             env={"MCP_READ_TIMEOUT": "8"})
 
 
 def test_mcp_client_in_a_sandbox(upstream, server):

@@ -196,3 +196,25 @@ def module_fixtures(policy_text):
         upstream.clear()
 
     return upstream, proxy, clean_log
+
+
+# The sanitizer build (build-san) beside the normal one: `make build-san`.
+SAN_PROXY_BIN = build.binary("openshell-proxy",
+                             os.path.join(os.path.dirname(build.BUILD.rstrip("/")), "build-san"))
+
+
+def stop_sanitized(proxy, timeout=60):
+    """Stops a proxy started from SAN_PROXY_BIN; returns its stderr."""
+    proxy.proc.send_signal(signal.SIGTERM)
+    _, err = proxy.proc.communicate(timeout=timeout)
+    return err
+
+
+def assert_sanitizer_clean(proxy, err):
+    """It exited clean: no leak, no memory error, no undefined behaviour, no
+    state change its state machine forbids (proxy_state.c)."""
+    assert "ERROR: LeakSanitizer" not in err, err[-4000:]
+    assert "ERROR: AddressSanitizer" not in err, err[-4000:]
+    assert "runtime error" not in err, err[-4000:]
+    assert "unexpected state change" not in err, err[-4000:]
+    assert proxy.proc.returncode == 0, err[-2000:]

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "policy.h"
+#include "policy_fixture.h"
 
 static const char policy_text[] =
 	"version: 1\n"
@@ -77,20 +78,7 @@ static const char *const git[] = { "/usr/bin/git" };
 
 static int setup(void **state)
 {
-	struct policy_doc *doc = NULL;
-	os_error err = { 0 };
-	if (policy_parse("t.yaml", policy_text, sizeof policy_text - 1, &doc, NULL, &err) < 0) {
-		fprintf(stderr, "%s\n", err.msg);
-		return -1;
-	}
-	*state = policy_compile(doc, &err);
-	return *state ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	policy_unref(*state);
-	return 0;
+	return policy_fixture_setup(state, "t.yaml", policy_text, sizeof policy_text - 1);
 }
 
 static struct policy_decision connect_(void **state, const char *host, uint16_t port,
@@ -507,5 +495,5 @@ int main(void)
 		cmocka_unit_test(credential_bindings),
 		cmocka_unit_test(generations_swap_while_old_ones_stay_valid),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, policy_fixture_teardown);
 }

@@ -54,6 +54,8 @@ static void the_proxys_paths_are_allowed(void **state)
 		  { ST_READ_HEAD, ST_TLS_CLIENT, ST_READ_HEAD, ST_RESOLVE, ST_CONNECT_UPSTREAM,
 		    ST_TLS_UPSTREAM } },
 		{ 3, { ST_TLS_UPSTREAM, ST_FORWARD, ST_CLOSING } },
+		/* a WebSocket: the upgrade is an exchange, the 101 turns it into a relay */
+		{ 4, { ST_READ_HEAD, ST_FORWARD, ST_WEBSOCKET, ST_CLOSING } },
 		/* inference.local over plain HTTP to its backend */
 		{ 3, { ST_CONNECT_UPSTREAM, ST_FORWARD, ST_READ_HEAD } },
 	};
@@ -87,6 +89,13 @@ static void forbidden_moves_are_refused(void **state)
 	assert_false(proxy_conn_transition_allowed(ST_RESOLVE, ST_FORWARD));
 	assert_false(proxy_conn_transition_allowed(ST_FORWARD, ST_RESOLVE));
 	assert_false(proxy_conn_transition_allowed(ST_READ_HEAD, ST_READ_HEAD));
+	/* a WebSocket relay starts only from a judged, forwarded upgrade and
+	 * never turns back into HTTP */
+	assert_true(proxy_conn_transition_allowed(ST_FORWARD, ST_WEBSOCKET));
+	assert_false(proxy_conn_transition_allowed(ST_READ_HEAD, ST_WEBSOCKET));
+	assert_false(proxy_conn_transition_allowed(ST_TLS_UPSTREAM, ST_WEBSOCKET));
+	assert_false(proxy_conn_transition_allowed(ST_WEBSOCKET, ST_READ_HEAD));
+	assert_false(proxy_conn_transition_allowed(ST_WEBSOCKET, ST_FORWARD));
 	assert_false(proxy_conn_transition_allowed(ST_READ_HEAD,
 						   (enum proxy_conn_state)PROXY_CONN_STATES));
 }

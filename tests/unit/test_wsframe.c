@@ -153,6 +153,32 @@ static void close_payloads_and_utf8(void **state)
 	assert_memory_equal(p, "abcdef", 6);
 }
 
+/* Heads the proxy writes parse back to what was meant, in the minimal form
+ * the strict parser demands, masked (toward a server) or not (to a client). */
+static void written_heads_parse_back(void **state)
+{
+	static const uint64_t lens[] = { 0, 125, 126, 65535, 65536, WS_BINARY_FRAME_MAX };
+	static const uint8_t mask[4] = { 1, 2, 3, 4 };
+	for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+		for (int masked = 0; masked < 2; masked++) {
+			uint8_t out[WS_HEAD_MAX];
+			struct ws_head h;
+			int code = 0;
+			os_error err = { 0 };
+			size_t n = ws_put_head(out, WS_OP_BINARY, lens[i], masked ? mask : NULL);
+			assert_int_equal(ws_parse_head(out, n, masked, &h, &code, &err), 1);
+			assert_int_equal(h.head_len, n);
+			assert_int_equal(h.len, lens[i]);
+			assert_true(h.fin);
+			assert_int_equal(h.opcode, WS_OP_BINARY);
+			assert_int_equal(h.masked, masked);
+			if (masked)
+				assert_memory_equal(h.mask, mask, 4);
+			/* one byte short is "need more", never a wrong head */
+			assert_int_equal(ws_parse_head(out, n - 1, masked, &h, &code, &err), 0);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -160,6 +186,7 @@ int main(void)
 		cmocka_unit_test(message_rules),
 		cmocka_unit_test(sizes),
 		cmocka_unit_test(close_payloads_and_utf8),
+		cmocka_unit_test(written_heads_parse_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

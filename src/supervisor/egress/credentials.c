@@ -185,6 +185,13 @@ static enum cred_result substitute(const struct credentials *c, const char *s, s
 	return res;
 }
 
+enum cred_result credentials_rewrite_text(const struct credentials *c, const char *s, size_t len,
+					  cred_allowed_fn allowed, void *data, struct buf *out,
+					  const char **provider, os_error *err)
+{
+	return substitute(c, s, len, allowed, data, out, provider, err);
+}
+
 static enum cred_result rewrite_basic(const struct credentials *c, const char *b64, size_t len,
 				      cred_allowed_fn allowed, void *data, struct buf *out,
 				      const char **provider, os_error *err)

@@ -40,6 +40,12 @@ enum cred_result credentials_rewrite_value(const struct credentials *c, const ch
 					   size_t len, cred_allowed_fn allowed, void *data,
 					   struct buf *out, const char **provider, os_error *err);
 
+/* Every placeholder anywhere in s[0..len) (a WebSocket text message),
+ * appended to out with the rest; CRED_NONE when there is none. */
+enum cred_result credentials_rewrite_text(const struct credentials *c, const char *s, size_t len,
+					  cred_allowed_fn allowed, void *data, struct buf *out,
+					  const char **provider, os_error *err);
+
 /* '*' over every occurrence of secret in data; how many. */
 size_t secret_mask_one(const char *secret, char *data, size_t len);
 /* Overwrites every occurrence of any secret in data with '*' (same length,

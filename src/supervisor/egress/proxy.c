@@ -87,7 +87,7 @@ unsigned proxy_upstream_count(const struct proxy *p)
 static size_t conn_held(const struct conn *c)
 {
 	return c->cin.alloc + c->cout.alloc + c->uin.alloc + c->uout.alloc + c->piped[0] +
-	       c->piped[1] + proxy_sse_held(c);
+	       c->piped[1] + proxy_sse_held(c) + proxy_ws_held(c);
 }
 
 static size_t conn_footprint(const struct conn *c)
@@ -203,6 +203,7 @@ static void conn_free(struct loop *l, void *data)
 	buf_free(&c->uout);
 	buf_free(&c->mw_body);
 	proxy_sse_stop(c);
+	proxy_ws_free(c);
 	free(c->chain_store);
 	free(c);
 }
@@ -294,6 +295,10 @@ void conn_update_interest(struct conn *c)
 		c_in = cin_room && c->req_body.state != BODY_DONE;
 		u_in = uin_room;
 		break;
+	case ST_WEBSOCKET:
+		c_in = cin_room && !c->client.eof;
+		u_in = uin_room;
+		break;
 	case ST_CLOSING:
 		break;
 	}
@@ -353,6 +358,8 @@ static enum step_result step_state(struct conn *c)
 		return tunnel_step(c);
 	case ST_FORWARD:
 		return forward_step(c);
+	case ST_WEBSOCKET:
+		return proxy_ws_step(c);
 	case ST_CLOSING:
 		if (c->cout.len > 0)
 			return STEP_WAIT;

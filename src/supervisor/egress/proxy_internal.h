@@ -30,6 +30,7 @@ enum proxy_conn_state {
 	ST_TLS_UPSTREAM, /* TLS to the upstream */
 	ST_TUNNEL, /* opaque relay (splice) */
 	ST_FORWARD, /* one HTTP exchange in flight */
+	ST_WEBSOCKET, /* an upgraded WebSocket, client frames judged (proxy_ws.c) */
 	ST_CLOSING, /* flushing a final answer, then close */
 };
 #define PROXY_CONN_STATES (ST_CLOSING + 1)
@@ -147,6 +148,10 @@ struct conn {
 	struct sse_parser *sse;
 	struct buf sse_in;
 	bool mcp_json; /* ...or a JSON answer, judged once whole */
+	/* The exchange asks a websocket endpoint to upgrade (proxy_ws.c), and
+	 * the relay once it did. */
+	bool ws_upgrade;
+	struct ws_relay *ws;
 };
 
 /* What one connection costs beyond its buffers: the record itself, its loop
@@ -259,6 +264,26 @@ size_t proxy_sse_held(const struct conn *c);
 /* No parsed-but-unjudged bytes remain. */
 bool proxy_sse_drained(const struct conn *c);
 
+/* proxy_ws.c: protocol: websocket. The upgrade request is checked (false:
+ * answered), its headers chosen, the 101 taken, then frames relayed. */
+bool proxy_ws_check_upgrade(struct conn *c, const struct http_request *req, const char *target,
+			    const char *logged);
+/* Whether request header h goes upstream as is on this exchange. */
+bool proxy_ws_header_dropped(const struct conn *c, struct http_slice name);
+bool proxy_ws_hop_kept(const struct conn *c, struct http_slice name);
+/* The Sec-WebSocket-Extensions offer sent upstream instead, or NULL. */
+const char *proxy_ws_offer(const struct conn *c);
+int proxy_ws_accept(struct conn *c, const struct http_response *resp, size_t head_len,
+		    os_error *err);
+enum step_result proxy_ws_step(struct conn *c);
+void proxy_ws_free(struct conn *c);
+size_t proxy_ws_held(const struct conn *c);
+/* proxy_ws_creds.c: websocket_credential_rewrite. Every placeholder of
+ * in[0..len) resolved into out: NULL, or the reason it cannot be (nothing
+ * of the message may be sent then). */
+bool proxy_ws_has_placeholder(const char *p, size_t n);
+const char *proxy_ws_rewrite(struct conn *c, const char *in, size_t len, struct buf *out);
+
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);
 void upstream_drop(struct conn *c);
@@ -282,6 +307,13 @@ int tunnel_start(struct conn *c);
 enum step_result tunnel_step(struct conn *c);
 enum step_result forward_step(struct conn *c);
 int body_init_request(struct body *b, const struct http_request *req, os_error *err);
+/* Reads from one side into b within its cap and c's budget: true if bytes
+ * came, *eof on end of stream or error. */
+bool conn_read_side(struct conn *c, struct stream *s, struct buf *b, bool *eof);
+/* Queues resp's status line and headers for the agent, those skip() names
+ * left out, without the blank line that ends the head. */
+int conn_write_response_head(struct conn *c, const struct http_response *resp,
+			     bool (*skip)(struct http_slice name), os_error *err);
 /* Moves framed body bytes from in to out: the number moved, or -1 on a
  * framing error. */
 ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err);

@@ -188,7 +188,7 @@ ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err
 /* Reads from one side into b: bounded by b's cap (a full buffer is
  * backpressure: the bytes stay in the kernel, the peer is slowed by TCP)
  * and by what the sandbox's budget still has for this connection. */
-static bool read_side(struct conn *c, struct stream *s, struct buf *b, bool *eof)
+bool conn_read_side(struct conn *c, struct stream *s, struct buf *b, bool *eof)
 {
 	char chunk[16384];
 	size_t room = b->cap - b->len;
@@ -234,7 +234,8 @@ static bool framing_header(struct http_slice n)
 /* The head of a chunked answer that is scrubbed: a chunk boundary inside a
  * secret would hide it from the scrubber, so the body is relayed decoded,
  * delimited by the end of the connection. */
-static int unchunked_head(struct conn *c, const struct http_response *resp, os_error *err)
+int conn_write_response_head(struct conn *c, const struct http_response *resp,
+			     bool (*skip)(struct http_slice name), os_error *err)
 {
 	char reason[128];
 	size_t rl = resp->reason.len < sizeof reason ? resp->reason.len : sizeof reason - 1;
@@ -244,18 +245,23 @@ static int unchunked_head(struct conn *c, const struct http_response *resp, os_e
 		return -1;
 	for (size_t i = 0; i < resp->headers.n; i++) {
 		const struct http_header *h = &resp->headers.v[i];
-		if (!framing_header(h->name) &&
-		    http_write_header_slice(&c->cout, h->name, h->value, err) < 0)
+		if (!skip(h->name) && http_write_header_slice(&c->cout, h->name, h->value, err) < 0)
 			return -1;
 	}
-	if (http_write_header(&c->cout, "Connection", "close", err) < 0)
+	return 0;
+}
+
+static int unchunked_head(struct conn *c, const struct http_response *resp, os_error *err)
+{
+	if (conn_write_response_head(c, resp, framing_header, err) < 0 ||
+	    http_write_header(&c->cout, "Connection", "close", err) < 0)
 		return -1;
 	return buf_append_str(&c->cout, "\r\n", err);
 }
 
 /* Parses the upstream's response head and queues it for the agent: 1 for
  * the final head, 0 when more is needed or after an interim (1xx) head,
- * which sets *took like the final one does. */
+ * which sets *took like the final one does, 2 after a WebSocket's 101. */
 static int response_head(struct conn *c, bool *took, os_error *err)
 {
 	struct http_response resp;
@@ -264,6 +270,8 @@ static int response_head(struct conn *c, bool *took, os_error *err)
 	if (r <= 0)
 		return r;
 	http_parser_reset(&c->rparser);
+	if (resp.status == 101) /* the connection becomes a WebSocket, or fails */
+		return proxy_ws_accept(c, &resp, consumed, err) < 0 ? -1 : 2;
 	c->masking = c->injected || c->inference || conn_holds_secret(c);
 	bool final = resp.status < 100 || resp.status >= 200;
 	if (c->masking && encoded(&resp))
@@ -332,7 +340,7 @@ static enum step_result forward_request(struct conn *c, bool *moved)
 {
 	os_error err = { 0 };
 	bool ceof = false;
-	while (c->req_body.state != BODY_DONE && read_side(c, &c->client, &c->cin, &ceof))
+	while (c->req_body.state != BODY_DONE && conn_read_side(c, &c->client, &c->cin, &ceof))
 		*moved = true;
 	ssize_t n = body_pump(&c->req_body, &c->cin, &c->uout, &err);
 	if (n < 0) {
@@ -376,7 +384,7 @@ enum step_result forward_step(struct conn *c)
 	enum step_result r = forward_request(c, &moved);
 	if (r != STEP_WAIT)
 		return r;
-	while (read_side(c, &c->upstream, &c->uin, &ueof))
+	while (conn_read_side(c, &c->upstream, &c->uin, &ueof))
 		moved = true;
 	if (!c->resp_head_done) {
 		int h = response_head(c, &moved, &err);
@@ -384,6 +392,8 @@ enum step_result forward_step(struct conn *c)
 			reply_error(c, 502, "bad_gateway", err.msg, "bad_upstream_response");
 			return STEP_PROGRESS;
 		}
+		if (h == 2)
+			return STEP_PROGRESS; /* switched to ST_WEBSOCKET */
 		if (h == 0 && ueof) {
 			reply_error(c, 502, "bad_gateway", "upstream closed without a response",
 				    "upstream_closed");

@@ -281,7 +281,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	int rc = 0;
 	for (size_t i = 0; i < req->headers.n && rc == 0; i++) {
 		const struct http_header *h = &req->headers.v[i];
-		if (is_hop_header(h->name) ||
+		if ((is_hop_header(h->name) && !proxy_ws_hop_kept(c, h->name)) ||
+		    proxy_ws_header_dropped(c, h->name) ||
 		    (c->mw_replaced && str_ieq(h->name.p, h->name.len, "content-length", 14)))
 			continue; /* a rewritten body has its own length (below) */
 		/* Toward a credential-bound endpoint, or an upstream that ever
@@ -319,7 +320,12 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	buf_free(&val);
 	if (rc == 0 && c->mw_replaced)
 		rc = buf_printf(o, &err, "Content-Length: %zu\r\n", c->mw_body.len);
-	if (rc == 0 && c->client_close)
+	if (rc == 0 && c->ws_upgrade) {
+		rc = http_write_header(o, "Connection", "Upgrade", &err);
+		if (rc == 0 && proxy_ws_offer(c))
+			rc = http_write_header(o, "Sec-WebSocket-Extensions", proxy_ws_offer(c),
+					       &err);
+	} else if (rc == 0 && c->client_close)
 		rc = http_write_header(o, "Connection", "close", &err);
 	if (rc == 0)
 		rc = buf_append_str(o, "\r\n", &err);
@@ -369,6 +375,8 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		rs = proxy_run_middlewares(c, req, logged, consumed);
 	if (rs != RPC_FORWARD)
 		return; /* answered, or waiting for the rest of the body */
+	if (!proxy_ws_check_upgrade(c, req, raw, logged))
+		return;
 	audit_decision(c, "http", d.verdict == POLICY_AUDIT ? "audit" : "allow",
 		       policy_reason_name(d.reason), method, logged, NULL);
 	c->req_is_head = strcmp(method, "HEAD") == 0;

@@ -18,7 +18,9 @@ static const unsigned allowed[PROXY_CONN_STATES] = {
 	[ST_TLS_CLIENT] = FSM_TO(ST_TLS_UPSTREAM) | FSM_TO(ST_READ_HEAD) | FSM_TO(ST_CLOSING),
 	[ST_TLS_UPSTREAM] = FSM_TO(ST_READ_HEAD) | FSM_TO(ST_FORWARD) | FSM_TO(ST_CLOSING),
 	[ST_TUNNEL] = 0,
-	[ST_FORWARD] = FSM_TO(ST_READ_HEAD) | FSM_TO(ST_CLOSING),
+	[ST_FORWARD] = FSM_TO(ST_READ_HEAD) | FSM_TO(ST_WEBSOCKET) | FSM_TO(ST_CLOSING),
+	/* An upgraded connection stays one until it closes. */
+	[ST_WEBSOCKET] = FSM_TO(ST_CLOSING),
 	/* A second error answer replaces the first. */
 	[ST_CLOSING] = FSM_TO(ST_CLOSING),
 };
@@ -31,6 +33,7 @@ static const char *const names[PROXY_CONN_STATES] = {
 	[ST_TLS_UPSTREAM] = "tls_upstream",
 	[ST_TUNNEL] = "tunnel",
 	[ST_FORWARD] = "forward",
+	[ST_WEBSOCKET] = "websocket",
 	[ST_CLOSING] = "closing",
 };
 

@@ -1,0 +1,59 @@
+"""A real WebSocket client (python3-websockets, tests/integration/ws_agent.py)
+as the agent of a real sandbox (openshell-supervisor, inpod backend: its own
+network namespace, the launcher's Landlock and seccomp, an unprivileged uid),
+over wss:// through the supervisor's proxy and its TLS termination, to a real
+WebSocket server: allowed messages are echoed, a denied one closes the
+connection with 1008 and never reaches the server."""
+import os
+import sys
+
+import pytest
+
+from tests.lib import agent_sandbox, build
+from tests.lib.adv_util import UPSTREAM_IP, Upstream
+
+pytest.importorskip("websockets")
+from tests.integration.ws_util import TLS_PORT, WsServers  # noqa: E402
+
+pytestmark = build.needs("openshell-supervisor", "openshell-sandbox")
+AGENT = os.path.join(build.TESTS, "integration", "ws_agent.py")
+
+NETWORK = f"""
+  chat:
+    endpoints:
+      - host: upstream.test
+        port: {TLS_PORT}
+        allowed_ips: ["{UPSTREAM_IP}/32"]
+        protocol: websocket
+        rules:
+          - allow: {{ method: GET, path: "/**" }}
+          - allow: {{ method: WEBSOCKET_TEXT, path: /chat }}
+    binaries:
+      - {{ path: "/usr/bin/python3*" }}
+"""
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    up = Upstream().start()
+    up.ws = WsServers(up, addr=UPSTREAM_IP)
+    yield up
+    up.stop()
+
+
+def run_agent(upstream, *steps):
+    return agent_sandbox.run(NETWORK, [sys.executable, AGENT, f"upstream.test:{TLS_PORT}", *steps],
+                             read_only=[os.path.dirname(AGENT)], tag="ws",
+                             extra=["--upstream-ca", f"{upstream.dir}/ca.pem"])
+
+
+def test_websocket_client_in_a_sandbox(upstream):
+    upstream.ws.clear()
+    out, records = run_agent(upstream, "/chat=hello|again", "/other=not here")
+    assert out[0] == {"path": "/chat", "got": ["hello", "again"], "code": None}, out
+    assert out[1] == {"path": "/other", "got": [], "code": 1008}, out
+    assert [m["data"] for m in upstream.ws.messages()] == ["hello", "again"]
+    judged = [r for r in records if r.get("event") == "websocket" and
+              r.get("method") == "WEBSOCKET_TEXT"]
+    assert [r["decision"] for r in judged] == ["allow", "allow", "deny"]
+    assert all(r.get("binary", "").startswith("/usr/bin/python3") for r in judged)
