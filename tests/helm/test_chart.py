@@ -440,6 +440,7 @@ def test_rbac_denies_pods_elsewhere_and_anything_beyond_the_driver(kube, release
 @pytest.mark.parametrize("verb, resource, group, allowed", [
     ("patch", "pods", "", True), ("delete", "pods", "", True), ("watch", "pods", "", True),
     ("delete", "persistentvolumeclaims", "", True), ("delete", "networkpolicies", "networking.k8s.io", True),
+    ("patch", "secrets", "", True),
     ("update", "pods", "", False), ("update", "secrets", "", False),
     ("patch", "networkpolicies", "networking.k8s.io", False),
     ("deletecollection", "pods", "", False), ("create", "pods/exec", "", False),
