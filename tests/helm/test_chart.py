@@ -294,7 +294,8 @@ def test_tls_deployment_mounts_the_secrets_and_probes_https(helm, kube):
 # ---- server-side dry-run of every rendered object ---------------------------
 
 EXPECTED_KINDS = {"ConfigMap", "ServiceAccount", "Service", "PersistentVolumeClaim", "Deployment",
-                  "NetworkPolicy", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
+                  "NetworkPolicy", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+                  "Secret"}  # the admin token
 
 
 @pytest.mark.parametrize("values, files", [({}, ()), (

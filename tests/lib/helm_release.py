@@ -5,7 +5,7 @@ node's address, so nothing is routed anywhere but the bridge), and the CLI on
 the host driving it with the token read from the chart's Secret. Also small
 host-side servers for the sandboxes' egress: an HTTP server that answers and
 a TCP canary that counts every connection it accepts. Stdlib only."""
-import base64, json, os, socket, subprocess, tempfile, threading
+import base64, json, os, socket, subprocess, tempfile, threading, urllib.request
 
 from tests.lib import build, helm_util, nodelib
 
@@ -15,8 +15,8 @@ RELEASE = "osh"
 class Release:
     """One helm release: .ns (gateway), .sandbox_ns, .url, .token, .cli()."""
 
-    def __init__(self, node, values, sandbox_labels=None):
-        self.node, self.c = node, node.client
+    def __init__(self, node, values, sandbox_labels=None, name=RELEASE):
+        self.node, self.c, self.name = node, node.client, name
         self.ns = self.c.create_namespace("osh")
         self.sandbox_ns = self.c.create_namespace("oshsb", labels=sandbox_labels)
         self.helm = helm_util.Helm(node)
@@ -31,16 +31,19 @@ class Release:
                            "sandboxImagePullPolicy": "Never"},
                 "supervisor": {"image": {"tag": "dev"}}}
         self.values = merge(base, values)
-        r = self.helm.run("install", RELEASE, helm_util.CHART, "--namespace", self.ns,
+        r = self.helm.run("install", name, helm_util.CHART, "--namespace", self.ns,
                           *self.helm.values_args(self.values), timeout=180)
         if r.returncode != 0:
             self.close()
             raise AssertionError(f"helm install failed:\n{r.stdout}\n{r.stderr}")
         self.pod = nodelib.wait_for(self._gateway_ready, 180, "the gateway Pod Ready")
-        svc = self.c.get(f"/api/v1/namespaces/{self.ns}/services/{RELEASE}-openshell")
+        svc = self.c.get(f"/api/v1/namespaces/{self.ns}/services/{name}-openshell")
         self.node_port = svc["spec"]["ports"][0]["nodePort"]
         self.url = f"http://{node.host_ip}:{self.node_port}"
-        sec = self.c.get(f"/api/v1/namespaces/{self.ns}/secrets/{RELEASE}-openshell-admin-token")
+        # Ready is the Pod's view; kube-proxy programs the new NodePort a
+        # moment later. An operator waits for the same answer.
+        nodelib.wait_for(self._answers, 60, f"{self.url}/v1/health through the NodePort")
+        sec = self.c.get(f"/api/v1/namespaces/{self.ns}/secrets/{name}-openshell-admin-token")
         self.token = base64.b64decode(sec["data"]["token"]).decode()
 
     def _gateway_ready(self):
@@ -53,6 +56,22 @@ class Release:
                    for x in p["status"].get("conditions", [])):
                 return p
         return None
+
+    def _answers(self):
+        try:
+            with urllib.request.urlopen(f"{self.url}/v1/health", timeout=5) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def diagnose(self, sid):
+        """What a failed wait needs in its message: the Pods' states and logs."""
+        out = []
+        for comp, p in self.sandbox_pods(sid).items():
+            out.append(f"--- {comp} {p['metadata']['name']}: {json.dumps(p['status'])[:1500]}")
+            out.append(nodelib.logs(self.c, self.sandbox_ns, p["metadata"]["name"])[-2000:])
+        out.append("--- gateway: " + self.gateway_log()[-3000:])
+        return "\n".join(out)
 
     def gateway_log(self):
         return nodelib.logs(self.c, self.ns, self.pod["metadata"]["name"])
@@ -78,7 +97,7 @@ class Release:
 
     def close(self):
         if not self.node.stopped:
-            self.helm.run("uninstall", RELEASE, "--namespace", self.ns, "--wait", timeout=180)
+            self.helm.run("uninstall", self.name, "--namespace", self.ns, "--wait", timeout=180)
             for ns in (self.sandbox_ns, self.ns):
                 self.c.delete(f"/api/v1/namespaces/{ns}")
         self.helm.close()

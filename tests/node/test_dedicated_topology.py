@@ -42,27 +42,6 @@ def policy_file(tmp_path, host_ip, port):
     return str(p)
 
 
-def kernel_inside(c, ns, pod_name):
-    """/proc/version as a process inside the Pod sees it: an ephemeral
-    container (what `kubectl debug` adds) shares the Pod's sandbox, so under
-    gVisor it runs on gVisor's kernel too."""
-    c.patch(f"/api/v1/namespaces/{ns}/pods/{pod_name}/ephemeralcontainers", {
-        "spec": {"ephemeralContainers": [{
-            "name": "kernel-probe", "image": nodelib.AGENT_IMAGE, "imagePullPolicy": "Never",
-            "command": ["/bin/cat", "/proc/version"],
-            "securityContext": {"allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"]}}}]}}, patch_type="strategic")
-
-    def done():
-        p = nodelib.pod(c, ns, pod_name)
-        for s in p["status"].get("ephemeralContainerStatuses", []):
-            if s["name"] == "kernel-probe" and "terminated" in s.get("state", {}):
-                return True
-        return None
-    nodelib.wait_for(done, 120, f"the kernel probe in {pod_name} to finish")
-    return c.text(f"/api/v1/namespaces/{ns}/pods/{pod_name}/log", container="kernel-probe")
-
-
 def test_helm_release_serves_the_host_cli_with_the_secrets_token(release):
     r = release.cli("sandbox", "list")
     assert r.returncode == 0, r.stderr
@@ -133,9 +112,9 @@ def test_dedicated_sandbox_egress_only_through_its_gvisor_supervisor(release, se
     # seen from inside its Pod; the workload (runc) on the host's.
     with open("/proc/version") as f:
         host_kernel = f.read().strip()
-    inside = kernel_inside(c, ns, sup["metadata"]["name"])
+    inside = nodelib.kernel_inside(c, ns, sup["metadata"]["name"])
     assert "gvisor" in inside.lower() and inside.strip() != host_kernel, inside
-    wl_kernel = kernel_inside(c, ns, wl["metadata"]["name"])
+    wl_kernel = nodelib.kernel_inside(c, ns, wl["metadata"]["name"])
     assert wl_kernel.strip() == host_kernel, wl_kernel
     assert release.cli("sandbox", "delete", "ded1").returncode == 0
 
