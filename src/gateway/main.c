@@ -124,9 +124,12 @@ static int open_state(struct gateway *gw, const struct config *cfg, int *lock_fd
 	snprintf(path, sizeof(path), "%s/secrets.key", gw->state_dir);
 	if (secret_key_load_or_create(path, &gw->key, err) < 0)
 		return -1;
+	/* The operator's token (the Helm chart's Secret) or our own, made once. */
+	const char *tf = config_get_string(cfg, "gateway", "admin_token_file");
 	snprintf(path, sizeof(path), "%s/admin.token", gw->state_dir);
-	if (secret_token_load_or_create(path, gw->admin_token, err) < 0)
-		return -1;
+	if (tf ? secret_token_load(tf, gw->admin_token, err) < 0
+	       : secret_token_load_or_create(path, gw->admin_token, err) < 0)
+		return os_error_prefix(err, "admin token");
 	snprintf(path, sizeof(path), "%s/gateway.db", gw->state_dir);
 	return store_open(path, &gw->store, err);
 }

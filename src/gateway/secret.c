@@ -20,19 +20,35 @@
 #define TAG_LEN 16
 #define SEALED_MAX (1u << 20)
 
-static int read_private_file(const char *path, size_t cap, char **out, size_t *len, os_error *err)
+bool secret_file_private(const struct stat *st)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (st->st_mode & (S_IRWXO | S_IWGRP | S_IXGRP))
+		return false;
+	if (!(st->st_mode & S_IRGRP))
+		return true;
+	return geteuid() != 0 && st->st_uid == 0 && st->st_gid == getegid();
+}
+
+/* Files the gateway made itself are 0600; mounted ones (mounted = true)
+ * may also have the shape secret_file_private allows for a Secret. */
+static int read_private_file(const char *path, size_t cap, bool mounted, char **out, size_t *len,
+			     os_error *err)
+{
+	/* A Secret's files are symlinks into its ..data dir; our own never are. */
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | (mounted ? 0 : O_NOFOLLOW));
 	if (fd < 0)
 		return os_error_errno(err, "opening %s", path);
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return os_error_errno(err, "stat %s", path);
-	if ((st.st_mode & 077) != 0 || !S_ISREG(st.st_mode))
-		return os_error_set(
-			err, EPERM,
-			"%s: must be a regular file of mode 0600 (is %03o); fix with chmod 600",
-			path, st.st_mode & 0777);
+	bool ok = mounted ? secret_file_private(&st) : (st.st_mode & 077) == 0;
+	if (!ok || !S_ISREG(st.st_mode))
+		return os_error_set(err, EPERM,
+				    "%s: must be a regular file of mode 0600 (is %03o)%s; fix with "
+				    "chmod 600",
+				    path, st.st_mode & 0777,
+				    mounted ? " or a Secret mounted with fsGroup (root-owned 0440)"
+					    : "");
 	return fd_read_all(fd, cap, out, len, err);
 }
 
@@ -41,7 +57,7 @@ int secret_key_load_or_create(const char *path, struct secret_key *key, os_error
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
 	if (access(path, F_OK) == 0) {
-		if (read_private_file(path, 64, &data, &len, err) < 0)
+		if (read_private_file(path, 64, false, &data, &len, err) < 0)
 			return -1;
 		if (len != SECRET_KEY_LEN)
 			return os_error_set(err, EINVAL, "%s: expected %d bytes of key, found %zu",
@@ -166,21 +182,31 @@ int secret_equal(const char *a, const char *b)
 	return CRYPTO_memcmp(a, b, la) == 0;
 }
 
+static int token_read(const char *path, bool mounted, char out[SECRET_TOKEN_HEX + 1], os_error *err)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	if (read_private_file(path, 256, mounted, &data, &len, err) < 0)
+		return -1;
+	while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+		data[--len] = '\0';
+	if (len != SECRET_TOKEN_HEX || strspn(data, "0123456789abcdef") != len)
+		return os_error_set(err, EINVAL,
+				    "%s: not a token (%zu characters; expected %d lower-case hex)",
+				    path, len, SECRET_TOKEN_HEX);
+	memcpy(out, data, SECRET_TOKEN_HEX + 1);
+	return 0;
+}
+
+int secret_token_load(const char *path, char out[SECRET_TOKEN_HEX + 1], os_error *err)
+{
+	return token_read(path, true, out, err);
+}
+
 int secret_token_load_or_create(const char *path, char out[SECRET_TOKEN_HEX + 1], os_error *err)
 {
-	if (access(path, F_OK) == 0) {
-		_cleanup_free_ char *data = NULL;
-		size_t len = 0;
-		if (read_private_file(path, 256, &data, &len, err) < 0)
-			return -1;
-		while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
-			data[--len] = '\0';
-		if (len != SECRET_TOKEN_HEX)
-			return os_error_set(err, EINVAL, "%s: not a token (%zu characters)", path,
-					    len);
-		memcpy(out, data, SECRET_TOKEN_HEX + 1);
-		return 0;
-	}
+	if (access(path, F_OK) == 0)
+		return token_read(path, false, out, err);
 	if (secret_random_hex(out, err) < 0)
 		return -1;
 	char line[SECRET_TOKEN_HEX + 2];

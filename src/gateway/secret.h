@@ -4,10 +4,13 @@
 #ifndef OS_GATEWAY_SECRET_H
 #define OS_GATEWAY_SECRET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
+
+struct stat;
 
 #define SECRET_KEY_LEN 32
 #define SECRET_TOKEN_HEX 64 /* 32 random bytes as hex */
@@ -34,6 +37,16 @@ void secret_sha256_hex(const char *s, size_t len, char out[SECRET_SHA256_HEX + 1
 /* Constant-time equality of two NUL-terminated strings. */
 int secret_equal(const char *a, const char *b);
 
+/* Nobody else may read the file: no bits for others, no group write, and
+ * group read only on a root-owned file in our own group while we are not
+ * root: how the kubelet hands a Secret to a non-root container with
+ * fsGroup (the Helm chart's gateway Pod), the same rule as a supervisor's
+ * token file. */
+bool secret_file_private(const struct stat *st);
+
+/* Reads an operator-provided token file (admin_token_file: 64 lower-case
+ * hex, private as secret_file_private says); never creates it. */
+int secret_token_load(const char *path, char out[SECRET_TOKEN_HEX + 1], os_error *err);
 /* Reads a token file (0600) or creates it with a fresh token. */
 int secret_token_load_or_create(const char *path, char out[SECRET_TOKEN_HEX + 1], os_error *err);
 

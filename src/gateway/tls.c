@@ -19,6 +19,7 @@
 
 #include "cleanup.h"
 #include "loop.h"
+#include "secret.h"
 #include "tlsctx.h"
 
 /* The newest OpenSSL reason on this thread's queue, which is then emptied. */
@@ -33,20 +34,6 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 	return 0; /* an encrypted key cannot be unlocked unattended: fail instead of prompting */
 }
 
-/* Nobody else may read the key: no bits for others, no group write, and
- * group read only on a root-owned file in our own group while we are not
- * root: how the kubelet hands a Secret to a non-root container with
- * fsGroup (the Helm chart's gateway Pod), the same rule as a supervisor's
- * token file. */
-static bool key_file_private(const struct stat *st)
-{
-	if (st->st_mode & (S_IRWXO | S_IWGRP | S_IXGRP))
-		return false;
-	if (!(st->st_mode & S_IRGRP))
-		return true;
-	return geteuid() != 0 && st->st_uid == 0 && st->st_gid == getegid();
-}
-
 /* Opens the key once and checks the mode of what was opened, so the file
  * that is checked is the file that is read. */
 static EVP_PKEY *load_key(const char *path, os_error *err)
@@ -57,7 +44,7 @@ static EVP_PKEY *load_key(const char *path, os_error *err)
 		return os_error_errno(err, "tls_key_file %s", path), NULL;
 	if (!S_ISREG(st.st_mode))
 		return os_error_set(err, EINVAL, "tls_key_file %s: not a regular file", path), NULL;
-	if (!key_file_private(&st))
+	if (!secret_file_private(&st))
 		return os_error_set(err, EPERM,
 				    "tls_key_file %s is open to group or others (mode %04o): "
 				    "chmod 600 it (a Kubernetes Secret mounted with fsGroup, "

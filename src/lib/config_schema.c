@@ -42,6 +42,10 @@ static const struct config_key gateway_keys[] = {
 	{ .name = "tls_key_file",
 	  .type = CONFIG_STRING,
 	  .help = "PEM private key of tls_cert_file; must not be group/other readable (0600)" },
+	{ .name = "admin_token_file",
+	  .type = CONFIG_STRING,
+	  .help = "file holding the admin token (64 hex; e.g. a mounted Secret) instead of "
+		  "STATE_DIR/admin.token; read at start, never written" },
 	{ .name = "tls_client_ca_file",
 	  .type = CONFIG_STRING,
 	  .help = "PEM CA: admin clients on TCP must present a certificate it signed (mTLS); "

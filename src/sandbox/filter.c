@@ -117,6 +117,11 @@ static int build(scmp_filter_ctx ctx, os_error *err)
 	/* Only the native arch is in the filter: i386 and x32 entry points hit
 	 * the bad-arch action and the process is killed. */
 	int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	/* libseccomp refuses KILL_PROCESS where it cannot ask the kernel about
+	 * actions (gVisor has no SECCOMP_GET_ACTION_AVAIL): killing the thread
+	 * still stops the call before it runs, and gVisor has no 32-bit entry. */
+	if (rc == -EINVAL)
+		rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL);
 	if (rc < 0)
 		return os_error_set(err, -rc, "seccomp bad-arch action: %s", strerror(-rc));
 	for (size_t i = 0; i < ARRAY_SIZE(denied_syscalls); i++)

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <pwd.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,19 +27,32 @@ int launch_spec_proxy_url(const struct sockaddr_storage *proxy, char *url, size_
 	return str_format(url, cap, err, "http://%s:%u", addr, ntohs(sin->sin_port));
 }
 
+/* --user/--group as the spec's "user"/"group": digits are an id and travel
+ * as a number, since the split launcher runs in another image whose passwd
+ * may not know it; anything else is a name the launcher resolves. */
+static json_t *id_value(const char *s)
+{
+	uint64_t n;
+	if (s && *s && strspn(s, "0123456789") == strlen(s) &&
+	    parse_u64_str(s, 0, UINT32_MAX, &n, NULL) == 0)
+		return json_integer((json_int_t)n);
+	return s ? json_string(s) : NULL;
+}
+
 json_t *launch_spec_new(const struct sup_options *o, const char *url)
 {
 	json_t *args = json_array();
 	for (char **a = o->argv; *a; a++)
 		json_array_append_new(args, json_string(*a));
 	json_t *spec = json_pack(
-		"{s:o, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:{s:[s], s:[s,s]}, s:b}",
+		"{s:o, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:o, s:s, s:{s:[s], s:[s,s]}, s:b}",
 		"argv", args, "env", "PATH", "/usr/local/bin:/usr/bin:/bin", "HOME", "/tmp",
 		"HTTP_PROXY", url, "HTTPS_PROXY", url, "http_proxy", url, "https_proxy", url,
-		"NO_PROXY", "localhost,127.0.0.1", "user", o->user, "cwd", "/", "filesystem",
-		"read_only", "/", "read_write", "/tmp", "/dev/null", "new_namespaces", 1);
+		"NO_PROXY", "localhost,127.0.0.1", "user", id_value(o->user), "cwd", "/",
+		"filesystem", "read_only", "/", "read_write", "/tmp", "/dev/null", "new_namespaces",
+		1);
 	if (spec && o->group)
-		json_object_set_new(spec, "group", json_string(o->group));
+		json_object_set_new(spec, "group", id_value(o->group));
 	return spec;
 }
 

@@ -294,7 +294,8 @@ def test_tls_deployment_mounts_the_secrets_and_probes_https(helm, kube):
 # ---- server-side dry-run of every rendered object ---------------------------
 
 EXPECTED_KINDS = {"ConfigMap", "ServiceAccount", "Service", "PersistentVolumeClaim", "Deployment",
-                  "NetworkPolicy", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
+                  "NetworkPolicy", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+                  "Secret"}  # the admin token
 
 
 @pytest.mark.parametrize("values, files", [({}, ()), (
@@ -440,6 +441,7 @@ def test_rbac_denies_pods_elsewhere_and_anything_beyond_the_driver(kube, release
 @pytest.mark.parametrize("verb, resource, group, allowed", [
     ("patch", "pods", "", True), ("delete", "pods", "", True), ("watch", "pods", "", True),
     ("delete", "persistentvolumeclaims", "", True), ("delete", "networkpolicies", "networking.k8s.io", True),
+    ("patch", "secrets", "", True),
     ("update", "pods", "", False), ("update", "secrets", "", False),
     ("patch", "networkpolicies", "networking.k8s.io", False),
     ("deletecollection", "pods", "", False), ("create", "pods/exec", "", False),

@@ -150,7 +150,8 @@ def check_config(toml_text, kubeconfig):
 PLURALS = {"ConfigMap": "configmaps", "ServiceAccount": "serviceaccounts", "Service": "services",
            "PersistentVolumeClaim": "persistentvolumeclaims", "Deployment": "deployments",
            "NetworkPolicy": "networkpolicies", "Role": "roles", "RoleBinding": "rolebindings",
-           "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
+           "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
+           "Secret": "secrets"}
 
 
 def collection_path(doc):

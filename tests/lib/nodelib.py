@@ -149,6 +149,26 @@ def run_to_completion(client, ns, manifest, timeout=180):
     return logs(client, ns, name)
 
 
+def kernel_inside(c, ns, pod_name, probe="kernel-probe"):
+    """/proc/version as a process in the Pod's own sandbox sees it: an
+    ephemeral container (what `kubectl debug` adds) shares the Pod's
+    sandbox, so under gVisor it runs on gVisor's kernel too."""
+    c.patch(f"/api/v1/namespaces/{ns}/pods/{pod_name}/ephemeralcontainers", {
+        "spec": {"ephemeralContainers": [{
+            "name": probe, "image": AGENT_IMAGE, "imagePullPolicy": "Never",
+            "command": ["/bin/cat", "/proc/version"],
+            "securityContext": {"allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"]}}}]}}, patch_type="strategic")
+
+    def done():
+        for s in pod(c, ns, pod_name)["status"].get("ephemeralContainerStatuses", []):
+            if s["name"] == probe and "terminated" in s.get("state", {}):
+                return True
+        return None
+    wait_for(done, 120, f"the kernel probe {probe} in {pod_name}")
+    return c.text(f"/api/v1/namespaces/{ns}/pods/{pod_name}/log", container=probe).strip()
+
+
 def events_for(client, ns, name):
     items = client.get(f"/api/v1/namespaces/{ns}/events",
                        fieldSelector=f"involvedObject.name={name}")["items"]

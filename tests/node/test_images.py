@@ -26,8 +26,10 @@ def gateway_config(node, ns):
         "metadata": {"name": "gw"},
         "rules": [{"apiGroups": [""], "resources": ["pods"],
                    "verbs": ["get", "list", "watch", "create", "delete", "patch"]},
-                  {"apiGroups": [""], "resources": ["services", "secrets", "persistentvolumeclaims"],
+                  {"apiGroups": [""], "resources": ["services", "persistentvolumeclaims"],
                    "verbs": ["get", "list", "watch", "create", "delete"]},
+                  {"apiGroups": [""], "resources": ["secrets"],
+                   "verbs": ["get", "list", "watch", "create", "delete", "patch"]},
                   {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
                    "verbs": ["get", "list", "watch", "create", "delete"]},
                   {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list", "watch"]}]})

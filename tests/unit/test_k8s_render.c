@@ -452,7 +452,8 @@ static void commands_match_supervisor_and_launcher_flags(void **state)
 			    "\"/etc/openshell/credentials/policy.yaml\",\"--user\",\"1500\","
 			    "\"--group\",\"1000\",\"--split-mode\",\"pod\",\"--split-key\","
 			    "\"/etc/openshell/credentials/sandbox.key\",\"--split-advertise\","
-			    "\"$(OPENSHELL_POD_IP)\",\"--split-control-port\",\"7443\",\"--\","
+			    "\"$(OPENSHELL_POD_IP)\",\"--split-control-port\",\"7443\","
+			    "\"--run-dir\",\"/var/lib/openshell/run\",\"--\","
 			    "\"python3\",\"a.py\"]");
 	json_t *wl = k8s_render_workload_pod(&f.s, rec, NULL, "10.96.0.7");
 	json_t *agent = json_array_get(P(wl, "spec", "containers"), 0);

@@ -256,6 +256,22 @@ static bool supervisor_alive(const json_t *sup)
 	       !(phase && (strcmp(phase, "Failed") == 0 || strcmp(phase, "Succeeded") == 0));
 }
 
+/* The kubelet's word that the Pod's sandbox cannot be made at all (its
+ * RuntimeClass names a handler this node lacks, ...): the message of a
+ * FailedCreatePodSandBox warning, or NULL. It retries forever; we do not. */
+static const char *sandbox_refused(const json_t *events)
+{
+	size_t i;
+	json_t *ev;
+	json_array_foreach ((json_t *)events, i, ev) {
+		const char *t = json_string_value(json_object_get(ev, "type"));
+		const char *r = json_string_value(json_object_get(ev, "reason"));
+		if (t && r && !strcmp(t, "Warning") && !strcmp(r, "FailedCreatePodSandBox"))
+			return json_string_value(json_object_get(ev, "message"));
+	}
+	return NULL;
+}
+
 /* One known dedicated sandbox: fail closed, or move provisioning on. */
 static int reconcile_one(struct k8s_driver *k, json_t *record, json_t *rep, os_error *err)
 {
@@ -278,6 +294,25 @@ static int reconcile_one(struct k8s_driver *k, json_t *record, json_t *rep, os_e
 		k8s_record_phase(record, "Stopped", reason);
 		report(rep, id, "stopped", reason);
 		return 0;
+	}
+	if (k8s_pod_gated(wl) && !k8s_pod_ready(sup)) {
+		/* Never wait endlessly on a supervisor whose class cannot run here,
+		 * and never start one without it: the sandbox fails, the workload
+		 * (still gated) never ran. */
+		_cleanup_json_ json_t *events = k8s_pod_events(k, sup);
+		const char *m = sandbox_refused(events);
+		if (m) {
+			char reason[OS_ERROR_MSG_MAX];
+			snprintf(reason, sizeof reason,
+				 "supervisor Pod cannot start (FailedCreatePodSandBox: %s); the "
+				 "workload never ran",
+				 m);
+			if (k8s_delete_pods(k, id, err) < 0)
+				return -1;
+			k8s_record_phase(record, "Failed", reason);
+			report(rep, id, "failed", reason);
+			return 0;
+		}
 	}
 	if (k8s_pod_gated(wl) && k8s_pod_ready(sup)) {
 		if (k8s_ungate(k, record, err) < 0)

@@ -317,15 +317,24 @@ static json_t *supervisor_argv(const struct k8s_settings *s, const json_t *recor
 			  "--proxy-port", "3128", "--policy",
 			  "/etc/openshell/credentials/policy.yaml", "--user", uid, "--group", gid);
 	/* split: the Pod's own IP, expanded by the kubelet from the env below */
-	json_t *more =
-		split ? json_pack("[s, s, s, s, s, s, s, s]", "--split-mode", "pod", "--split-key",
-				  "/etc/openshell/credentials/sandbox.key", "--split-advertise",
-				  "$(OPENSHELL_POD_IP)", "--split-control-port", "7443")
-		      /* inpod (combined): runs from the bundle copied into the
+	json_t *more = split ? json_pack("[s, s, s, s, s, s, s, s, s, s]", "--split-mode", "pod",
+					 "--split-key", "/etc/openshell/credentials/sandbox.key",
+					 "--split-advertise", "$(OPENSHELL_POD_IP)",
+					 "--split-control-port", "7443", "--run-dir",
+					 K8S_SUPERVISOR_RUN_DIR)
+			     /* inpod (combined): runs from the bundle copied into the
 		       * workload image, whose own trust store may be empty. */
-		      : json_pack("[s, s, s, s]", "--launcher",
-				  K8S_BUNDLE_DIR "/bin/openshell-sandbox", "--upstream-ca",
-				  K8S_BUNDLE_CA);
+			     : json_pack("[s, s, s, s]", "--launcher",
+					 K8S_BUNDLE_DIR "/bin/openshell-sandbox", "--upstream-ca",
+					 K8S_BUNDLE_CA);
+	/* The operator's split_binary_identity = "endpoint-only", as recorded at
+	 * creation: binaries lists are then judged by endpoint alone. */
+	if (more && split &&
+	    json_is_true(json_object_get(json_object_get(record, "placement"),
+					 "endpoint_only_identity"))) {
+		json_array_append_new(more, json_string("--binary-identity"));
+		json_array_append_new(more, json_string("endpoint-only"));
+	}
 	json_t *agent = json_array_size(cmd) ? json_deep_copy(cmd)
 					     : json_pack("[s, s]", "sleep", "infinity");
 	/* The session to the gateway (policy pushes, status, exec): the address

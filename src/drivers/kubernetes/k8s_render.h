@@ -18,6 +18,9 @@
 #define K8S_PROXY_PORT 3128 /* supervisor's egress proxy */
 #define K8S_CONTROL_PORT 7443 /* launcher <-> supervisor authenticated channel */
 #define K8S_SUPERVISOR_UID 65532
+/* The dedicated supervisor's --run-dir (its sandbox CA files): on the Pod's
+ * "state" emptyDir, since its root filesystem is read-only and has no /run. */
+#define K8S_SUPERVISOR_RUN_DIR "/var/lib/openshell/run"
 /* The supervisor image's self-contained bundle (docs/images.md): bin/ holds
  * openshell-supervisor and the static openshell-sandbox, lib/ the loader and
  * libraries the supervisor's interpreter and RPATH name, etc/ its CA

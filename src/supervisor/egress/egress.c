@@ -66,7 +66,9 @@ static int listen_at(const struct sockaddr *addr, socklen_t len, os_error *err)
 
 static int setup_ca(struct egress *e, os_error *err)
 {
-	if (mkdir(e->o.run_dir, 0755) < 0 && errno != EEXIST)
+	/* Every level: an image may have no /run at all (busybox-like ones),
+	 * and the dedicated Pod points us into its emptyDir. */
+	if (dir_create_parents(e->o.run_dir, 0755) < 0)
 		return os_error_errno(err, "creating %s", e->o.run_dir);
 	if (str_format(e->ca_path, sizeof e->ca_path, err, "%s/ca.pem", e->o.run_dir) < 0 ||
 	    str_format(e->bundle_path, sizeof e->bundle_path, err, "%s/ca-bundle.pem",

@@ -156,7 +156,14 @@ static bool judge_connect(struct conn *c)
 		policy_unref(c->gen);
 	c->gen = proxy_current(c->proxy, &c->gen_serial);
 	struct policy_decision d;
-	if (proxy_cfg(c->proxy)->endpoint_only && !c->identified)
+	const struct proxy_config *cfg = proxy_cfg(c->proxy);
+	/* Without any identity source (the split backend: the caller is in
+	 * another Pod) a policy that names no binaries can only mean "by
+	 * endpoint", which is what the gateway admits there; one that names
+	 * binaries stays unenforceable, so denied, unless the operator chose
+	 * endpoint-only. */
+	if (!c->identified &&
+	    (cfg->endpoint_only || (!cfg->identity && !policy_restricts_binaries(c->gen))))
 		policy_decide_connect_endpoint_only(c->gen, c->host, c->port, &d);
 	else
 		policy_decide_connect(c->gen, c->host, c->port, c->chain, c->n_chain, &d);

@@ -14,6 +14,8 @@ listen_address = {{ printf "0.0.0.0:%d" (int $s.port) | toJson }}
 state_dir = "/var/lib/openshell/state"
 log_level = {{ $s.logLevel | toJson }}
 default_driver = "kubernetes"
+# The admin token: the chart's Secret (admin-token.yaml), mounted by deployment.yaml.
+admin_token_file = "/etc/openshell-admin/token"
 {{- if $s.tls.secretName }}
 # TLS on the API port: the Secrets deployment.yaml mounts.
 tls_cert_file = "/etc/openshell-tls/tls.crt"
