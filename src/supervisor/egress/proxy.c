@@ -293,7 +293,7 @@ void conn_update_interest(struct conn *c)
 		break;
 	case ST_FORWARD:
 		c_in = cin_room && c->req_body.state != BODY_DONE;
-		u_in = uin_room;
+		u_in = uin_room && !c->upstream.eof; /* at EOF: wait for the agent, do not spin */
 		break;
 	case ST_WEBSOCKET:
 		c_in = cin_room && !c->client.eof;

@@ -202,6 +202,7 @@ bool conn_read_side(struct conn *c, struct stream *s, struct buf *b, bool *eof)
 		return false;
 	if (n <= 0) {
 		*eof = true;
+		s->eof = true; /* an error ends the stream too: nothing more will come */
 		return false;
 	}
 	buf_append(b, chunk, (size_t)n, NULL); /* fits: n <= room <= cap - len */
@@ -386,6 +387,8 @@ enum step_result forward_step(struct conn *c)
 		return r;
 	while (conn_read_side(c, &c->upstream, &c->uin, &ueof))
 		moved = true;
+	/* Sticky: a full uin is not read, so this step may not see the EOF again. */
+	ueof = ueof || c->upstream.eof;
 	if (!c->resp_head_done) {
 		int h = response_head(c, &moved, &err);
 		if (h < 0) {
@@ -413,7 +416,10 @@ enum step_result forward_step(struct conn *c)
 		exchange_done(c);
 		return STEP_PROGRESS;
 	}
-	if (ueof && c->resp_body.state != BODY_DONE) {
+	/* The upstream is done but the body is not: truncated, unless what is
+	 * still in uin only waits for the agent to read (cout full). Closing
+	 * then would cut a complete answer short. */
+	if (ueof && c->resp_body.state != BODY_DONE && c->cout.len < c->cout.cap) {
 		conn_close(c); /* truncated: the agent must not see a complete message */
 		return STEP_CLOSED;
 	}
