@@ -232,7 +232,9 @@ network_policies:
 def test_get_shows_pods_events_and_conditions(kube, drv):
     from tests.lib.driver_util import warn_event
     assert drv.create("ev1")[0] == 201
-    warn_event(kube, drv.ns, drv.oname("ev1", "-supervisor"), "FailedCreatePodSandBox",
+    # A warning the kubelet may recover from (FailedCreatePodSandBox would
+    # fail the sandbox outright: test_driver_runtimeclass 5c).
+    warn_event(kube, drv.ns, drv.oname("ev1", "-supervisor"), "FailedMount",
                "handler kata failed")
     # Events reach the gateway with its Pod list/watch (not one call per GET).
     got = poll(lambda: (g := drv.get("ev1")) and any(
@@ -243,7 +245,7 @@ def test_get_shows_pods_events_and_conditions(kube, drv):
     assert cond["SupervisorReady"]["message"] == "handler kata failed"
     assert cond["WorkloadReady"]["reason"] == "Gated"
     sup = next(p for p in got["pods"] if p["component"] == "supervisor")
-    assert sup["events"][0]["reason"] == "FailedCreatePodSandBox" and sup["phase"] == "Pending"
+    assert sup["events"][0]["reason"] == "FailedMount" and sup["phase"] == "Pending"
     # Control: once the supervisor is Ready and the workload ungated, both say so.
     mark_ready(kube, drv.ns, drv.oname("ev1", "-supervisor"))
     drv.wait_phase("ev1", "Ready")
