@@ -1,9 +1,12 @@
 /* cmd_logs.c - `openshell sandbox logs NAME [-f] [--since D|T] [--audit]`:
  * the supervisor's log (and the agent's output), or with --audit its
  * decision records, streamed from the gateway. --since keeps what is newer
- * (a line without a time of its own goes with the record before it);
+ * (a line without a time of its own goes with the record before it, or,
+ * before the first timed one, with the first: the agent may write before
+ * the supervisor's first record);
  * --audit prints a table unless -o json (the raw JSON lines) or -o yaml. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,7 +25,31 @@ struct logs_view {
 	bool has_since;
 	double since;
 	bool keep; /* the last timed line was new enough */
+	bool timed_seen; /* a line with a time came already */
+	char *pending; /* untimed lines before the first timed one */
+	size_t pending_len;
 };
+
+/* Holds an untimed line until the first timed one says whether it goes. */
+static void hold(struct logs_view *v, const char *line, size_t len)
+{
+	char *p = realloc(v->pending, v->pending_len + len + 1);
+	if (!p)
+		return; /* out of memory: the line is dropped, never misplaced */
+	memcpy(p + v->pending_len, line, len);
+	p[v->pending_len + len] = '\n';
+	v->pending = p;
+	v->pending_len += len + 1;
+}
+
+static void release(struct logs_view *v, bool print)
+{
+	if (print && v->pending_len)
+		printf("%.*s", (int)v->pending_len, v->pending);
+	free(v->pending);
+	v->pending = NULL;
+	v->pending_len = 0;
+}
 
 static void host_port(const struct audit_fields *f, char *out, size_t cap)
 {
@@ -51,8 +78,17 @@ static int on_line(const char *line, size_t len, void *user)
 	struct logs_view *v = user;
 	_cleanup_json_ json_t *rec = json_loadb(line, len, 0, NULL);
 	double t;
-	if (v->has_since && rec && audit_record_time(rec, &t))
+	bool timed = rec && audit_record_time(rec, &t);
+	if (v->has_since && timed) {
 		v->keep = t >= v->since;
+		if (!v->timed_seen)
+			release(v, v->keep && !v->audit);
+		v->timed_seen = true;
+	}
+	if (v->has_since && !timed && !v->timed_seen) {
+		hold(v, line, len);
+		return 0;
+	}
 	if (v->has_since && !v->keep)
 		return 0;
 	if (!v->audit || !rec || (v->cli->json && !v->cli->yaml))
@@ -111,6 +147,8 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 	int rc = !v.audit && !v.has_since
 			 ? client_stream(&cli->client, path, STDOUT_FILENO, &err)
 			 : client_stream_lines(&cli->client, path, on_line, &v, &err);
+	/* No timed line at all: nothing says the held lines are old. */
+	release(&v, !v.audit);
 	if (rc < 0)
 		return cli_fail("%s", err.msg);
 	return CLI_OK;

@@ -142,6 +142,16 @@ def test_gateway_serves_health_with_the_charts_config(unpacked, kube, scratch):
         helm.close()
     with open(os.path.join(root, "etc", "openshell", "gateway.toml"), "w") as f:
         f.write(toml)
+    # The chart's admin-token Secret, as the kubelet mounts it with the Pod's
+    # fsGroup: root-owned, 0440, group = the gateway's.
+    assert 'admin_token_file = "/etc/openshell-admin/token"' in toml
+    tok_dir = os.path.join(root, "etc", "openshell-admin")
+    os.makedirs(tok_dir, exist_ok=True)
+    tok = os.path.join(tok_dir, "token")
+    with open(tok, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    os.chown(tok, 0, int(user_of(cfg).split(":")[1]))
+    os.chmod(tok, 0o440)
     os.makedirs(os.path.join(root, "etc", "kube"))
     with open(os.path.join(root, "etc", "kube", "config"), "w") as f:
         json.dump(embedded_kubeconfig(kube), f)
