@@ -153,9 +153,13 @@ def multipart(fields, boundary="XyZ-b0undary"):
     (URLENC, b"a=1;%5Fmethod=del%45te"),
     multipart([("title", b"x"), ("_method", b"DELETE")]),
     multipart([("file", b"A" * 100000), ("_method", b"DELETE")]),  # after a big part
-], ids=["urlencoded", "urlencoded-encoded", "multipart", "multipart-after-file"])
+    (None, b"_method=DELETE"),  # Rack reads a POST without Content-Type as a form
+    ("Content-Type: application/json\r\nContent-Type: application/x-www-form-urlencoded",
+     b"_method=DELETE"),  # two types: an upstream may take the form one
+], ids=["urlencoded", "urlencoded-encoded", "multipart", "multipart-after-file",
+        "no-content-type", "two-content-types"])
 def test_form_body_method_override_judged(proxy, upstream, ctype, body):
-    head, _ = post("/upload/f", ctype, body=body)
+    head, _ = post("/upload/f", *([ctype] if ctype else []), body=body)
     status, payload = http(proxy, head, body)
     assert status == 403, payload
     j = json.loads(payload)

@@ -588,7 +588,8 @@ void proxy_close_secret_tunnels(struct proxy *p)
 {
 	for (struct conn *c = p->conns, *next; c; c = next) {
 		next = c->next;
-		if (c->mode != MODE_TUNNEL || c->state != ST_TUNNEL || !conn_holds_secret(c))
+		/* Any tunnel, also one still connecting or checking its SNI. */
+		if (c->mode != MODE_TUNNEL || c->state == ST_CLOSING || !conn_holds_secret(c))
 			continue;
 		audit_decision(c, "connect", "deny", "tunnel_to_secret_holder", NULL, NULL,
 			       "this upstream has received a secret of the sandbox; its bytes "

@@ -172,12 +172,24 @@ static bool media_type_is(const struct http_slice v, const char *type)
 
 enum form_kind request_form_kind(const struct http_request *req, char *boundary, size_t cap)
 {
-	const struct http_header *h = http_header_find(&req->headers, "content-type");
-	if (!h)
-		return FORM_NONE;
-	if (media_type_is(h->value, "application/x-www-form-urlencoded"))
+	/* Rack reads a POST without a Content-Type as a urlencoded form; with
+	 * several Content-Type headers, any form one counts (an upstream may
+	 * take another than we would). */
+	const struct http_header *h = NULL;
+	bool any = false;
+	for (size_t i = 0; i < req->headers.n; i++) {
+		const struct http_header *c = &req->headers.v[i];
+		if (!str_ieq(c->name.p, c->name.len, "content-type", 12))
+			continue;
+		any = true;
+		if (media_type_is(c->value, "multipart/form-data"))
+			h = c;
+		else if (media_type_is(c->value, "application/x-www-form-urlencoded") && !h)
+			return FORM_URLENCODED;
+	}
+	if (!any)
 		return FORM_URLENCODED;
-	if (!media_type_is(h->value, "multipart/form-data"))
+	if (!h)
 		return FORM_NONE;
 	const char *b;
 	size_t bl;
