@@ -48,7 +48,7 @@ network_middlewares:
   redactor:
     middleware: openshell/regex
     order: 10
-    endpoints: {{ include: [upstream.test, gql.test] }}
+    endpoints: {{ include: [upstream.test, gql.test, creds.test] }}
   lenient:
     middleware: openshell/regex
     order: 20
@@ -73,6 +73,13 @@ network_policies:
         ports: [9001, 9443]
         allowed_ips: {NET}
         protocol: websocket{GQL_RULES}
+      - host: creds.test
+        port: 9443
+        allowed_ips: {NET}
+        protocol: websocket
+        access: full
+        credential_binding: {{ provider: chatsvc }}
+        websocket_credential_rewrite: true
       - host: gql-audit.test
         port: 9001
         allowed_ips: {NET}
@@ -83,7 +90,9 @@ network_policies:
 """
 
 
-upstream, proxy, clean_log = ws_module_fixtures(POLICY)
+SECRET = "sk-" + "S3cr3t" * 4  # shaped like the pattern: only the placeholder carries it
+upstream, proxy, clean_log = ws_module_fixtures(
+    POLICY, credentials={"providers": {"chatsvc": {"WS_KEY": SECRET}}})
 
 
 def arrived(upstream, path=None):
@@ -186,6 +195,17 @@ def test_fail_open_stage_disabled_for_the_rest_of_the_connection(proxy, upstream
     ws = RawWs(proxy, "/chat", host="lenient.test")  # a new connection redacts again
     ws.send(frame(TEXT, f"new {KEY}".encode()))
     assert ws.recv() == (True, TEXT, b"new [REDACTED]")
+
+
+def test_middleware_runs_before_credentials_are_resolved(proxy, upstream):
+    # upstream's order: the middleware never sees the secret a placeholder
+    # stands for, so it cannot redact it; a key the agent wrote itself it does
+    msg = json.dumps({"auth": "openshell:resolve:env:WS_KEY", "leak": KEY})
+    got, code = asyncio.run(talk(proxy, "creds.test", "/chat", [msg]))
+    assert code is None and len(got) == 1
+    [m] = upstream.ws.messages()
+    assert m["data"] == json.dumps({"auth": SECRET, "leak": "[REDACTED]"})
+    assert SECRET not in got[0]  # the echo is scrubbed of the secret
 
 
 def test_binary_messages_are_not_inspected(proxy, upstream):
