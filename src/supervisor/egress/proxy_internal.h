@@ -126,6 +126,7 @@ struct conn {
 	 * instead of the agent's (proxy_middleware.c). */
 	bool mw_replaced;
 	struct buf mw_body;
+	size_t mw_raw; /* the agent's body on the wire, framing included */
 	/* splice pipes: [0] agent->upstream, [1] upstream->agent */
 	int pipes[2][2];
 	size_t piped[2];
