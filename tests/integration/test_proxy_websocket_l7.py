@@ -209,10 +209,12 @@ def test_middleware_runs_before_credentials_are_resolved(proxy, upstream):
 
 
 def test_binary_messages_are_not_inspected(proxy, upstream):
-    # upstream: binary messages pass under both on_error modes
+    # upstream: binary messages pass under both on_error modes, recorded
     ws = RawWs(proxy, "/chat")
     ws.send(frame(BINARY, KEY.encode()))
     assert ws.recv() == (True, BINARY, KEY.encode())
+    rec = proxy.last_audit(event="middleware", reason="unsupported_message_type")
+    assert rec and rec["method"] == "WEBSOCKET_BINARY" and "redactor" in rec["detail"]
 
 
 # --- GraphQL over WebSocket ---
@@ -295,6 +297,17 @@ def test_messages_the_rules_cannot_judge_are_refused(proxy, upstream, bad):
     assert arrived(upstream) == ['{"type":"ping"}']
     rec = proxy.last_audit(event="websocket", decision="deny")
     assert rec and rec["reason"] == "graphql_invalid"
+
+
+def test_binary_message_cannot_carry_an_operation_past_the_rules(proxy, upstream):
+    # graphql-ws servers read a binary message as its text: refused here
+    ws = RawWs(proxy, "/graphql", host="gql.test")
+    ws.send(frame(TEXT, sub("{ viewer }").encode()))
+    assert ws.recv()[1] == TEXT  # positive control: the same operation as text
+    ws.send(frame(BINARY, sub("{ adminAuditLog }").encode()))
+    assert ws.close_code() == ([], 1008)
+    assert arrived(upstream) == [sub("{ viewer }")]
+    assert proxy.last_audit(event="websocket", decision="deny")["reason"] == "graphql_ws_binary"
 
 
 def test_legacy_graphql_ws_start_judged_too(proxy, upstream):

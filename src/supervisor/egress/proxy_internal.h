@@ -271,6 +271,9 @@ enum mw_ws_result { MW_WS_PASS, MW_WS_REPLACED, MW_WS_FAILED };
 enum mw_ws_result proxy_middleware_ws(struct conn *c, uint32_t *disabled, const char *logged,
 				      const char *text, size_t len, struct buf *out, char *detail,
 				      size_t cap);
+/* A binary message starts: each active stage records that it cannot see
+ * it (upstream's unsupported_message_type coverage). */
+void proxy_middleware_ws_binary(struct conn *c, uint32_t disabled, const char *logged);
 
 /* proxy_sse.c: MCP answers, judged before the agent sees them */
 enum mcp_answer { MCP_ANSWER_NONE, MCP_ANSWER_SSE, MCP_ANSWER_JSON };

@@ -9,7 +9,8 @@
  * upstream. A stage fails on a message over its 256 KiB limit (upstream's
  * binding limit): fail_closed closes the WebSocket (1008), fail_open
  * disables that stage for the rest of the connection and the chain goes
- * on. The audit counts matches, never their text. */
+ * on. The audit counts matches, never their text; a binary message gets a
+ * coverage record per active stage (upstream: unsupported_message_type). */
 #include <stdio.h>
 
 #include "proxy_internal.h"
@@ -83,4 +84,21 @@ enum mw_ws_result proxy_middleware_ws(struct conn *c, uint32_t *disabled, const 
 	}
 	buf_free(&next);
 	return replaced ? MW_WS_REPLACED : MW_WS_PASS;
+}
+
+void proxy_middleware_ws_binary(struct conn *c, uint32_t disabled, const char *logged)
+{
+	const struct policy_middleware *chain[POLICY_MAX_MIDDLEWARES];
+	size_t n = policy_middlewares_for(c->gen, c->host, chain);
+	for (size_t i = 0; i < n; i++) {
+		if (disabled & (1u << i))
+			continue;
+		char d[POLICY_DETAIL_MAX];
+		snprintf(d, sizeof d,
+			 "middleware %.64s (openshell/regex) does not inspect binary WebSocket "
+			 "messages: passed through",
+			 chain[i]->name);
+		audit_decision(c, "middleware", "allow", "unsupported_message_type",
+			       "WEBSOCKET_BINARY", logged, d);
+	}
 }

@@ -396,6 +396,23 @@ static int relay_control(struct conn *c, const struct ws_head *h)
 	return 1;
 }
 
+/* A binary message passes uninspected, as upstream relays it; the
+ * middlewares that cannot see it say so. Stricter than upstream on a
+ * GraphQL endpoint: GraphQL-over-WebSocket messages are text, and servers
+ * (graphql-ws's among them) read a binary message as its text, so a binary
+ * one would carry an operation past the rules: it closes the connection. */
+static bool binary_allowed(struct conn *c, struct ws_relay *w)
+{
+	if (c->ep->graphql_ws) {
+		ws_fail(c, WS_CLOSE_POLICY, "graphql_ws_binary",
+			"a binary message on a GraphQL WebSocket endpoint could carry an operation "
+			"the rules never see");
+		return false;
+	}
+	proxy_middleware_ws_binary(c, w->mw_disabled, w->logged);
+	return true;
+}
+
 /* The next client frame's head: checked, and either relayed whole (control)
  * or made the frame in progress. false: nothing to do yet, or failed. */
 static bool next_frame(struct conn *c, struct ws_relay *w)
@@ -428,6 +445,8 @@ static bool next_frame(struct conn *c, struct ws_relay *w)
 		memcpy(w->msg_mask, h.mask, 4);
 		w->compressed = w->in.compressed;
 	}
+	if (h.opcode == WS_OP_BINARY && !binary_allowed(c, w))
+		return false;
 	if (!text)
 		buf_append(&c->uout, c->cin.data, h.head_len, NULL);
 	buf_consume(&c->cin, h.head_len);
