@@ -13,9 +13,26 @@ import sys
 class Echo(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
+    def _chunked(self):
+        """A chunked body, decoded (its trailers read and dropped); one cut
+        short or malformed is recorded as far as it got."""
+        body = b""
+        try:
+            while (size := int(self.rfile.readline().split(b";")[0], 16)) > 0:
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        except ValueError:
+            return body
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        return body
+
     def _handle(self):
         length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            body = self._chunked()
+        else:
+            body = self.rfile.read(length) if length else b""
         record = {
             "method": self.command,
             "path": self.path,
