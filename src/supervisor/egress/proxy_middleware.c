@@ -143,10 +143,12 @@ enum rpc_step proxy_run_middlewares(struct conn *c, const struct http_request *r
 int proxy_middleware_commit(struct conn *c, const struct http_request *req, os_error *err)
 {
 	/* The agent's body leaves the input buffer unsent; ours follows the head. */
-	buf_consume(&c->cin, (size_t)req->framing.content_length);
+	buf_consume(&c->cin, c->mw_chunked ? c->mw_wire : (size_t)req->framing.content_length);
 	int rc = buf_append(&c->uout, c->mw_body.data, c->mw_body.len, err);
 	c->req_body.state = BODY_DONE;
-	c->mw_replaced = false;
+	c->mw_replaced = c->mw_chunked = false;
+	if (c->mw_body.data) /* may hold a secret (proxy_body_creds.c) */
+		memset(c->mw_body.data, 0, c->mw_body.alloc);
 	buf_free(&c->mw_body);
 	return rc;
 }

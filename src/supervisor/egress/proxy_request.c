@@ -234,25 +234,19 @@ static void handle_connect(struct conn *c, const struct http_request *req, size_
 	upstream_start(c);
 }
 
-/* Appends the request head as forwarded upstream: origin-form canonical
- * target, hop-by-hop headers dropped, credential placeholders resolved. */
-struct cred_ctx {
-	struct conn *c;
-};
-
 /* A secret goes only where the endpoint that admitted this very request
  * binds its provider: another endpoint on the same host:port (another
  * policy, another binary) binding it is no licence. */
-static bool cred_allowed(void *data, const char *provider)
+bool proxy_cred_allowed(void *conn, const char *provider)
 {
-	struct conn *c = ((struct cred_ctx *)data)->c;
+	const struct conn *c = conn;
 	return c->ep && c->ep->credential_provider && provider &&
 	       strcmp(c->ep->credential_provider, provider) == 0;
 }
 
 /* ...and only inside TLS to the upstream: over plain HTTP it would cross
  * the wire in clear text. */
-static bool upstream_is_tls(const struct conn *c)
+bool conn_upstream_is_tls(const struct conn *c)
 {
 	return c->mode == MODE_MITM && !c->inference && c->upstream.ssl != NULL;
 }
@@ -282,15 +276,15 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	if (buf_printf(o, &err, "%s %s%s%.*s HTTP/1.1\r\n", method, canon,
 		       req->has_query ? "?" : "", (int)req->query.len, req->query.p) < 0)
 		return -1;
-	struct cred_ctx cc = { c };
 	struct buf val;
 	buf_init(&val, 16384);
 	int rc = 0;
 	for (size_t i = 0; i < req->headers.n && rc == 0; i++) {
 		const struct http_header *h = &req->headers.v[i];
 		if ((is_hop_header(h->name) && !proxy_ws_hop_kept(c, h->name)) ||
-		    proxy_ws_header_dropped(c, h->name) ||
-		    (c->mw_replaced && str_ieq(h->name.p, h->name.len, "content-length", 14)))
+		    proxy_ws_header_dropped(c, h->name) || proxy_sigv4_drops(c, h->name) ||
+		    (c->mw_replaced && str_ieq(h->name.p, h->name.len, "content-length", 14)) ||
+		    (c->mw_chunked && str_ieq(h->name.p, h->name.len, "transfer-encoding", 17)))
 			continue; /* a rewritten body has its own length (below) */
 		/* Toward a credential-bound endpoint, or an upstream that ever
 		 * received a secret, the answer must be readable to be scrubbed
@@ -302,8 +296,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		const char *provider = NULL;
 		enum cred_result r =
 			credentials_rewrite_value(cfg->creds, h->value.p, h->value.len,
-						  cred_allowed, &cc, &val, &provider, &err);
-		if (r == CRED_OK && !upstream_is_tls(c)) {
+						  proxy_cred_allowed, c, &val, &provider, &err);
+		if (r == CRED_OK && !conn_upstream_is_tls(c)) {
 			*deny_reason = "credential_plaintext";
 			rc = -1;
 			break;
@@ -327,6 +321,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	buf_free(&val);
 	if (rc == 0 && c->mw_replaced)
 		rc = buf_printf(o, &err, "Content-Length: %zu\r\n", c->mw_body.len);
+	if (rc == 0 && c->signing && (rc = proxy_sigv4_sign(c, req, method, canon, &err)) == 0)
+		c->injected = true;
 	if (rc == 0 && c->ws_upgrade) {
 		rc = http_write_header(o, "Connection", "Upgrade", &err);
 		if (rc == 0 && proxy_ws_offer(c))
@@ -378,8 +374,13 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		rs = proxy_judge_rpc(c, req, method, logged, consumed);
 	if (rs == RPC_FORWARD)
 		rs = proxy_judge_graphql(c, req, method, logged, consumed);
+	c->injected = false;
 	if (rs == RPC_FORWARD) /* after the L7 decision, before credentials */
 		rs = proxy_run_middlewares(c, req, logged, consumed);
+	if (rs == RPC_FORWARD)
+		rs = proxy_body_credentials(c, req, logged, consumed);
+	if (rs == RPC_FORWARD)
+		rs = proxy_sigv4_prepare(c, req, consumed);
 	if (rs != RPC_FORWARD)
 		return; /* answered, or waiting for the rest of the body */
 	if (!proxy_ws_check_upgrade(c, req, raw, logged))
@@ -394,7 +395,6 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		return;
 	}
 	const char *deny = NULL;
-	c->injected = false;
 	buf_reset(&c->uout);
 	if (build_upstream_head(c, req, method, canon, &deny) < 0) {
 		buf_reset(&c->uout);
