@@ -302,6 +302,11 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 			rc = -1;
 			break;
 		}
+		if (r == CRED_OK && c->signing) { /* its keys sign; they are never sent */
+			*deny_reason = "credential_signing_only";
+			rc = -1;
+			break;
+		}
 		if (r == CRED_ENDPOINT_MISMATCH || r == CRED_UNKNOWN_KEY || r == CRED_ERROR) {
 			*deny_reason = r == CRED_ENDPOINT_MISMATCH ? "credential_endpoint_mismatch"
 				       : r == CRED_UNKNOWN_KEY	   ? "credential_unknown"
@@ -403,6 +408,9 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 				c, 403, deny,
 				strcmp(deny, "credential_plaintext") == 0
 					? "credentials are only sent inside TLS to the upstream"
+				: strcmp(deny, "credential_signing_only") == 0
+					? "this endpoint's credentials only sign requests: no "
+					  "placeholder is replaced in them"
 					: "credential placeholder not allowed for this endpoint",
 				deny);
 		else
