@@ -6,10 +6,13 @@ verifier (hmac/hashlib, below) over exactly the bytes it received."""
 import hashlib
 import hmac
 import json
+import os
 import urllib.parse
 
-from tests.lib import build
-from tests.lib.proxy_util import module_fixtures
+import pytest
+
+from tests.lib import build, proxy_util
+from tests.lib.proxy_util import Proxy, assert_sanitizer_clean, module_fixtures, stop_sanitized
 
 pytestmark = build.needs("openshell-proxy")
 
@@ -197,3 +200,51 @@ def test_signing_keys_are_never_substituted_raw(proxy, upstream):
     # Control: the same request without it is signed and sent.
     code, _ = proxy.curl("https://creds.test/raw2", "-H", "X-Fine: 1")
     assert code == 200 and sigv4_valid(seen(upstream, "/raw2"), SECRET, b"") is True
+
+
+LEAK_POLICY = POLICY + f"""
+  slack:
+    endpoints:
+      - host: other.test
+        port: 443
+        allowed_ips: {NET}
+        protocol: rest
+        access: full
+        credential_binding: {{ provider: slack }}
+        request_body_credential_rewrite: true
+    binaries:
+      - {{ path: /usr/bin/curl }}
+"""
+
+
+def test_signing_and_body_rewrite_under_leak_checker(upstream, monkeypatch, tmp_path):
+    """Signed requests (body hashed, unsigned, refused) and body placeholders
+    (resolved, chunked, refused, oversized): no leak, no memory error."""
+    san = proxy_util.SAN_PROXY_BIN
+    if not os.access(san, os.X_OK):
+        pytest.fail(f"sanitizer build missing: {san} (make build-san)")
+    monkeypatch.setattr(proxy_util, "PROXY_BIN", san)
+    monkeypatch.setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=23")
+    creds = {"providers": dict(CREDS["providers"], slack={"SLACK_TOKEN": "xoxb-leak-s3cret"})}
+    p = Proxy(upstream, LEAK_POLICY, credentials=creds)
+    ph = "openshell:resolve:env:SLACK_TOKEN"
+    big = tmp_path / "big"
+    big.write_text(f"t={ph}&" + "a" * (130 * 1024))
+    try:
+        for _ in range(3):
+            assert p.curl("https://creds.test/m", "-X", "POST", "--data-binary", "{}",
+                          *AGENT)[0] == 200
+            assert p.curl("https://api.test/b/k", "-X", "PUT", "--data-binary", "x")[0] == 200
+            assert p.curl("https://creds.test/s", "-X", "PUT", "-H",
+                          "x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD")[0] == 400
+            assert p.curl("https://creds.test/r", "-H", "X-Leak: openshell:resolve:env:"
+                          "AWS_SECRET_ACCESS_KEY")[0] == 403
+            assert p.curl("https://other.test/f", "--data-binary", f"t={ph}")[0] == 200
+            assert p.curl("https://other.test/c", "-H", "Transfer-Encoding: chunked",
+                          "--data-binary", f"t={ph}")[0] == 200
+            assert p.curl("https://other.test/u", "--data-binary",
+                          "t=openshell:resolve:env:NOPE")[0] == 403
+            assert p.curl("https://other.test/big", "--data-binary", f"@{big}")[0] == 413
+    finally:
+        err = stop_sanitized(p)
+    assert_sanitizer_clean(p, err)
