@@ -135,7 +135,7 @@ struct policy_endpoint {
 	 * ever makes this sandbox do less than upstream, never protect less. */
 	bool allow_encoded_slash;
 	bool allow_uninspected_credentials;
-	/* Placeholders in textual request bodies are resolved (proxy_body_creds.c). */
+	/* Placeholders in text request bodies are resolved (proxy_body_creds.c). */
 	bool request_body_credential_rewrite;
 	/* AWS SigV4 signing with the bound provider's keys (proxy_sigv4.c). */
 	enum policy_signing signing;
