@@ -188,3 +188,15 @@ def test_oversized_text_body_is_refused_not_sent_unresolved(proxy, upstream, tmp
     code, body = post(proxy, "https://creds.test/fits", f"@{fits}")
     assert code == 200, body[:200]
     assert seen(upstream, "/fits")["body"].startswith(f"token={SECRET}&pad=")
+
+
+def test_expect_100_continue_is_answered_while_the_body_is_read_whole(proxy, upstream):
+    """curl waits 20 s for a 100 here, longer than its 10 s limit: it gets
+    through only because the proxy answers 100 itself (the upstream would
+    only see the request once the body is whole)."""
+    code, body = post(proxy, "https://creds.test/expect", f"token={PH}",
+                      "application/x-www-form-urlencoded", "-H", "Expect: 100-continue",
+                      "--expect100-timeout", "20")
+    assert code == 200, body
+    got = seen(upstream, "/expect")
+    assert got["body"] == f"token={SECRET}" and "expect" not in got["headers"]

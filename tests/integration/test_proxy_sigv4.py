@@ -145,6 +145,16 @@ def test_body_signed_with_the_providers_keys(proxy, upstream):
     assert KEY_ID not in echo and TOKEN not in echo
 
 
+def test_expect_100_continue_while_the_body_is_hashed(proxy, upstream):
+    """As upstream handles it for boto3: curl waits 20 s for a 100, past its
+    10 s limit, so only the proxy's own 100 lets it send the body."""
+    code, _ = proxy.curl("https://creds.test/expect", "-X", "PUT", "--data-binary", "abc",
+                         "-H", "Expect: 100-continue", "--expect100-timeout", "20")
+    assert code == 200
+    got = seen(upstream, "/expect")
+    assert sigv4_valid(got, SECRET, b"abc") is True and "expect" not in got["headers"]
+
+
 def test_absent_content_hash_signs_the_body(proxy, upstream):
     code, _ = proxy.curl("https://creds.test/nohash", "-X", "PUT", "--data-binary", "abc")
     assert code == 200

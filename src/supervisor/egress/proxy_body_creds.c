@@ -65,8 +65,8 @@ static enum rpc_step too_large(struct conn *c, const char *path)
 
 /* The whole chunked body decoded into out: RPC_FORWARD with *wire (its
  * framed length), RPC_WAIT, or answered. */
-static enum rpc_step dechunk(struct conn *c, size_t consumed, const char *path, struct buf *out,
-			     size_t *wire)
+static enum rpc_step dechunk(struct conn *c, const struct http_request *req, size_t consumed,
+			     const char *path, struct buf *out, size_t *wire)
 {
 	struct http_chunked ch;
 	http_chunked_init(&ch, BODY_CREDS_MAX);
@@ -90,8 +90,12 @@ static enum rpc_step dechunk(struct conn *c, size_t consumed, const char *path, 
 			*wire = used;
 			return RPC_FORWARD;
 		}
-		if (r == HTTP_PARSE_NEED_MORE) /* the whole body must fit the input buffer */
-			return c->cin.len >= c->cin.cap ? too_large(c, path) : RPC_WAIT;
+		if (r == HTTP_PARSE_NEED_MORE && c->cin.len >= c->cin.cap)
+			return too_large(c, path); /* the whole body must fit the input buffer */
+		if (r == HTTP_PARSE_NEED_MORE) {
+			proxy_body_continue(c, req);
+			return RPC_WAIT;
+		}
 	}
 }
 
@@ -112,7 +116,7 @@ enum rpc_step proxy_body_credentials(struct conn *c, const struct http_request *
 		body = c->mw_body.data;
 		len = c->mw_body.len;
 	} else if (req->framing.chunked) {
-		enum rpc_step st = dechunk(c, consumed, path, &decoded, &wire);
+		enum rpc_step st = dechunk(c, req, consumed, path, &decoded, &wire);
 		if (st != RPC_FORWARD)
 			return st;
 		body = decoded.data ? decoded.data : "";
@@ -120,8 +124,10 @@ enum rpc_step proxy_body_credentials(struct conn *c, const struct http_request *
 	} else {
 		if (req->framing.content_length > BODY_CREDS_MAX)
 			return too_large(c, path);
-		if (c->cin.len < consumed + (size_t)req->framing.content_length)
+		if (c->cin.len < consumed + (size_t)req->framing.content_length) {
+			proxy_body_continue(c, req);
 			return RPC_WAIT; /* the head is parsed again when more bytes come */
+		}
 		body = c->cin.data + consumed;
 		len = (size_t)req->framing.content_length;
 	}

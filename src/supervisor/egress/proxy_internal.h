@@ -134,6 +134,9 @@ struct conn {
 	 * hash signed and sent as x-amz-content-sha256. */
 	bool signing;
 	char sig_payload[72];
+	/* The agent was told 100 Continue while its body is read whole
+	 * (proxy_body_continue); its Expect is not sent upstream then. */
+	bool continue_sent;
 	/* splice pipes: [0] agent->upstream, [1] upstream->agent */
 	int pipes[2][2];
 	size_t piped[2];
@@ -237,6 +240,9 @@ struct whole_body {
 };
 enum rpc_step proxy_whole_body(struct conn *c, const struct http_request *req,
 			       const struct whole_body *w, size_t consumed);
+/* Before waiting for a body read whole: an agent that sent Expect:
+ * 100-continue is answered 100 once, so it sends the body now. */
+void proxy_body_continue(struct conn *c, const struct http_request *req);
 
 /* proxy_shape.c: `_method` in a POSTed form body, judged like the method. */
 #define FORM_BODY_MAX (128u * 1024)

@@ -284,7 +284,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		if ((is_hop_header(h->name) && !proxy_ws_hop_kept(c, h->name)) ||
 		    proxy_ws_header_dropped(c, h->name) || proxy_sigv4_drops(c, h->name) ||
 		    (c->mw_replaced && str_ieq(h->name.p, h->name.len, "content-length", 14)) ||
-		    (c->mw_chunked && str_ieq(h->name.p, h->name.len, "transfer-encoding", 17)))
+		    (c->mw_chunked && str_ieq(h->name.p, h->name.len, "transfer-encoding", 17)) ||
+		    (c->continue_sent && str_ieq(h->name.p, h->name.len, "expect", 6)))
 			continue; /* a rewritten body has its own length (below) */
 		/* Toward a credential-bound endpoint, or an upstream that ever
 		 * received a secret, the answer must be readable to be scrubbed
@@ -401,7 +402,9 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	}
 	const char *deny = NULL;
 	buf_reset(&c->uout);
-	if (build_upstream_head(c, req, method, canon, &deny) < 0) {
+	int built = build_upstream_head(c, req, method, canon, &deny);
+	c->continue_sent = false;
+	if (built < 0) {
 		buf_reset(&c->uout);
 		if (deny)
 			reply_error(

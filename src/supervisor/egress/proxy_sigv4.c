@@ -119,6 +119,7 @@ static enum rpc_step hash_body(struct conn *c, const struct http_request *req, s
 		body = c->mw_body.data;
 		len = c->mw_body.len;
 	} else if (c->cin.len < consumed + len) {
+		proxy_body_continue(c, req); /* as upstream does for boto3 */
 		return RPC_WAIT; /* the head is parsed again when more bytes come */
 	}
 	sigv4_sha256_hex(len ? body : "", len, c->sig_payload);
