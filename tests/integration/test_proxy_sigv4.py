@@ -165,10 +165,12 @@ def test_absent_content_hash_signs_the_body(proxy, upstream):
 
 def test_no_body_mode_signs_unsigned_payload_with_s3_encoding(proxy, upstream):
     code, _ = proxy.curl("https://api.test/bucket/my%20key?list-type=2&prefix=a%2Fb", "-X", "PUT",
-                         "--data-binary", "large upload", *AGENT)
+                         "-H", "x-amz-acl: private", "--data-binary", "large upload", *AGENT)
     assert code == 200
     got = seen(upstream, "/bucket/")
     assert got["headers"]["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD"
+    # S3 refuses x-amz-* headers left unsigned: the agent's are signed too.
+    assert "x-amz-acl;" in got["headers"]["authorization"]
     assert "/eu-west-1/s3/aws4_request" in got["headers"]["authorization"]
     assert sigv4_valid(got, SECRET) is True
     assert got["body"] == "large upload"

@@ -4,8 +4,8 @@
  * the agent signs with placeholders and never holds a key. As in OpenShell (docs providers/aws-sigv4.mdx, crates/openshell-
  * sandbox/src/sigv4.rs): the agent's Authorization, X-Amz-Date,
  * X-Amz-Security-Token and X-Amz-Content-Sha256 are dropped; host,
- * content-type and content-length are signed with the x-amz-* headers the
- * proxy adds; the payload mode follows the agent's x-amz-content-sha256
+ * content-type, content-length and the agent's other x-amz-* headers are
+ * signed with the x-amz-* headers the proxy adds; the payload mode follows the agent's x-amz-content-sha256
  * (a hex hash: the body is hashed; UNSIGNED-PAYLOAD or STREAMING-UNSIGNED-
  * PAYLOAD-TRAILER: it is not; absent: hashed when it has a Content-Length)
  * unless the policy fixes it (sigv4:body, sigv4:no_body). Chunk-signed
@@ -156,21 +156,27 @@ enum rpc_step proxy_sigv4_prepare(struct conn *c, const struct http_request *req
 	return RPC_FORWARD;
 }
 
-/* The agent's header name as forwarded, for signing: host, content-type,
- * content-length (a rewritten body's length is the proxy's own). */
+/* Which of the agent's headers are signed as forwarded: host, content-type,
+ * content-length (a rewritten body's length is the proxy's own), as
+ * upstream; and its other x-amz-* headers (x-amz-acl, x-amz-target...),
+ * which S3 refuses to take unsigned. */
+static bool signs(const struct conn *c, struct http_slice n)
+{
+	if (str_ieq(n.p, n.len, "host", 4) || str_ieq(n.p, n.len, "content-type", 12))
+		return true;
+	if (str_ieq(n.p, n.len, "content-length", 14))
+		return !c->mw_replaced;
+	return n.len > 6 && str_ieq(n.p, 6, "x-amz-", 6) && !proxy_sigv4_drops(c, n);
+}
+
 static size_t signed_from_agent(const struct conn *c, const struct http_request *req,
 				struct sigv4_header *h, size_t n)
 {
-	static const char *const names[] = { "host", "content-type", "content-length" };
-	for (size_t i = 0; i < req->headers.n; i++) {
+	for (size_t i = 0; i < req->headers.n && n < SIGV4_HEADERS_MAX - 4; i++) {
 		const struct http_header *x = &req->headers.v[i];
-		for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-			if (!str_ieq(x->name.p, x->name.len, names[k], strlen(names[k])) ||
-			    (k == 2 && c->mw_replaced) || n == SIGV4_HEADERS_MAX - 4)
-				continue;
+		if (signs(c, x->name))
 			h[n++] = (struct sigv4_header){ x->name.p, x->value.p, x->name.len,
 							x->value.len };
-		}
 	}
 	return n;
 }
