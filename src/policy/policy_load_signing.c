@@ -6,6 +6,7 @@
  * UnknownCredentialSigning, CredentialSigningWithBodyRewrite; docs
  * providers/aws-sigv4.mdx). One addition: the signing keys come from the
  * endpoint's credential_binding provider, so signing needs one. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy_load_int.h"
@@ -77,6 +78,9 @@ void check_signing_endpoint(struct lctx *c, const struct ynode *n, struct policy
 			kp_push(c, ".%s", k);
 			lwarn(c, ynode_map_get(n, k), "ignored without credential_signing");
 		}
+		free(ep->signing_service); /* nothing of them is kept */
+		free(ep->signing_region);
+		ep->signing_service = ep->signing_region = NULL;
 	} else if (ep->signing == POLICY_SIGN_NONE) {
 		/* its value was refused above */
 	} else if (ep->protocol != POLICY_PROTO_REST) {

@@ -47,6 +47,10 @@ static bool body_is_text(const struct http_request *req)
 		if (str_ieq(h->name.p, h->name.len, "content-encoding", 16) &&
 		    !str_ieq(h->value.p, h->value.len, "identity", 8))
 			return false;
+		/* A transfer coding under the chunking (gzip, chunked) is compression. */
+		if (str_ieq(h->name.p, h->name.len, "transfer-encoding", 17) &&
+		    !str_ieq(h->value.p, h->value.len, "chunked", 7))
+			return false;
 	}
 	return true;
 }
