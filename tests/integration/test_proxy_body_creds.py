@@ -181,6 +181,10 @@ def test_oversized_text_body_is_refused_not_sent_unresolved(proxy, upstream, tmp
     code, body = post(proxy, "https://creds.test/big", f"@{big}")
     assert code == 413 and json.loads(body)["reason"] == "request_body_too_large", body
     assert seen(upstream, "/big") is None
+    code, body = post(proxy, "https://creds.test/bigchunks", f"@{big}",
+                      "application/x-www-form-urlencoded", "-H", "Transfer-Encoding: chunked")
+    assert code == 413 and json.loads(body)["reason"] == "request_body_too_large", body
+    assert seen(upstream, "/bigchunks") is None
     # Control: the same placeholder in a body just under the cap is resolved.
     fits = tmp_path / "fits"
     head = f"token={PH}&pad="

@@ -155,6 +155,16 @@ def test_expect_100_continue_while_the_body_is_hashed(proxy, upstream):
     assert sigv4_valid(got, SECRET, b"abc") is True and "expect" not in got["headers"]
 
 
+def test_the_agents_payload_hash_is_not_trusted(proxy, upstream):
+    """A hex digest of another body: the proxy signs the hash of what it sends."""
+    code, _ = proxy.curl("https://creds.test/lie", "-X", "PUT", "--data-binary", "real",
+                         "-H", "x-amz-content-sha256: " + hashlib.sha256(b"fake").hexdigest())
+    assert code == 200
+    got = seen(upstream, "/lie")
+    assert got["headers"]["x-amz-content-sha256"] == hashlib.sha256(b"real").hexdigest()
+    assert sigv4_valid(got, SECRET, b"real") is True
+
+
 def test_absent_content_hash_signs_the_body(proxy, upstream):
     code, _ = proxy.curl("https://creds.test/nohash", "-X", "PUT", "--data-binary", "abc")
     assert code == 200
