@@ -267,6 +267,9 @@ static bool is_hop_header(struct http_slice n)
 	return false;
 }
 
+/* Appends the request head as forwarded upstream: origin-form canonical
+ * target, hop-by-hop headers dropped, credential placeholders resolved (or
+ * the request signed, proxy_sigv4.c). */
 static int build_upstream_head(struct conn *c, const struct http_request *req, const char *method,
 			       const char *canon, const char **deny_reason)
 {
