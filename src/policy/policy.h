@@ -58,6 +58,15 @@ static inline bool policy_protocol_is_rpc(enum policy_protocol p)
 /* Our ceiling: the body waits whole in the proxy's 256 KiB input buffer. */
 #define POLICY_JSONRPC_MAX_BODY_LIMIT (192 * 1024)
 enum policy_tls { POLICY_TLS_AUTO = 0, POLICY_TLS_SKIP };
+/* credential_signing (OpenShell's spelling): sigv4 chooses the payload mode
+ * from the agent's x-amz-content-sha256; :body always hashes the body,
+ * :no_body always signs UNSIGNED-PAYLOAD. */
+enum policy_signing {
+	POLICY_SIGN_NONE = 0,
+	POLICY_SIGN_SIGV4,
+	POLICY_SIGN_SIGV4_BODY,
+	POLICY_SIGN_SIGV4_NO_BODY,
+};
 /* We default to enforce (OpenShell defaults to audit). */
 enum policy_enforcement { POLICY_ENF_ENFORCE = 0, POLICY_ENF_AUDIT };
 enum policy_access {
@@ -128,7 +137,12 @@ struct policy_endpoint {
 	 * ever makes this sandbox do less than upstream, never protect less. */
 	bool allow_encoded_slash;
 	bool allow_uninspected_credentials;
+	/* Placeholders in text request bodies are resolved (proxy_body_creds.c). */
 	bool request_body_credential_rewrite;
+	/* AWS SigV4 signing with the bound provider's keys (proxy_sigv4.c). */
+	enum policy_signing signing;
+	char *signing_service; /* required with signing */
+	char *signing_region; /* NULL: taken from the request's host name */
 	/* Placeholders in WebSocket text messages are resolved (enforced). */
 	bool websocket_credential_rewrite;
 	/* json-rpc / mcp (`json_rpc:` / `mcp:` stanzas) */

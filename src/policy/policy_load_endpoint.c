@@ -355,29 +355,17 @@ static void load_credential(struct lctx *c, const struct ynode *n, struct policy
 	kp_pop(c, old);
 }
 
-/* Upstream keys whose absence of enforcement here would make the sandbox
- * protect less than the policy says: refused until they are implemented. */
-static const struct {
-	const char *key, *why;
-} unsupported[] = {
-	{ "credential_signing", "AWS SigV4 signing: the secret must be signed, never sent raw" },
-	{ "signing_service", "AWS SigV4 signing: the secret must be signed, never sent raw" },
-	{ "signing_region", "AWS SigV4 signing: the secret must be signed, never sent raw" },
-};
-
 /* Upstream booleans that, when ignored, only make this sandbox do less. */
 static const struct {
 	const char *key, *effect;
 } not_enforced[] = {
 	{ "allow_encoded_slash", "encoded slashes (%2F) are still refused" },
 	{ "allow_uninspected_credentials", "credentials are still never sent uninspected" },
-	{ "request_body_credential_rewrite", "placeholders in request bodies are forwarded as is" },
 };
 
 static bool *flag_for(struct policy_endpoint *ep, size_t i)
 {
-	bool *const f[] = { &ep->allow_encoded_slash, &ep->allow_uninspected_credentials,
-			    &ep->request_body_credential_rewrite };
+	bool *const f[] = { &ep->allow_encoded_slash, &ep->allow_uninspected_credentials };
 	return f[i];
 }
 
@@ -485,7 +473,7 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 		load_mcp_stanza(c, v, ep);
 	} else if (!strcmp(k, "websocket_credential_rewrite")) {
 		get_bool(c, v, &ep->websocket_credential_rewrite); /* proxy_ws.c */
-	} else if (load_graphql_field(c, k, v, ep)) {
+	} else if (load_graphql_field(c, k, v, ep) || load_signing_field(c, k, v, ep)) {
 		return;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(not_enforced); i++) {
@@ -494,10 +482,6 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 			continue;
 		lwarn(c, v, "%s is parsed but not enforced yet (%s)", k, not_enforced[i].effect);
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(unsupported); i++)
-		if (!strcmp(k, unsupported[i].key))
-			lerr(c, v, "%s is not supported yet (%s); refusing rather than ignoring it",
-			     k, unsupported[i].why);
 }
 
 /* access / rules / enforcement without protocol: OpenShell ignores them; so
@@ -578,6 +562,7 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 		ignore_l7_keys(c, n, ep);
 	check_rpc_endpoint(c, n, ep);
 	check_graphql_endpoint(c, n, ep);
+	check_signing_endpoint(c, n, ep);
 	if (path && !inspected && ep->path) {
 		kp_push(c, ".path");
 		lwarn(c, path, "ignored: an endpoint path only applies to inspected protocols");

@@ -73,6 +73,12 @@ bool load_graphql_field(struct lctx *c, const char *k, const struct ynode *v,
 			struct policy_endpoint *ep);
 void check_graphql_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
 void policy_graphql_ops_free(struct policy_graphql_op *ops, size_t n);
+/* credential_signing, signing_service, signing_region and
+ * request_body_credential_rewrite (policy_load_signing.c): true when k is
+ * one of them; the checks that need the whole endpoint. */
+bool load_signing_field(struct lctx *c, const char *k, const struct ynode *v,
+			struct policy_endpoint *ep);
+void check_signing_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
 /* network_middlewares (policy_load_middleware.c). */
 void load_middlewares(struct lctx *c, const struct ynode *n);
 void policy_middlewares_free(struct policy_middleware *m, size_t n);

@@ -38,6 +38,8 @@ static void endpoint_free(struct policy_endpoint *ep)
 	free(ep->allowed_ips);
 	free(ep->credential_provider);
 	free(ep->path);
+	free(ep->signing_service);
+	free(ep->signing_region);
 	policy_graphql_ops_free(ep->graphql_registry, ep->n_graphql_registry);
 }
 

@@ -97,6 +97,9 @@ static const char *disagreement(const struct policy_endpoint *a, const struct po
 		return "allow_encoded_slash";
 	if (a->request_body_credential_rewrite != b->request_body_credential_rewrite)
 		return "request_body_credential_rewrite";
+	if (a->signing != b->signing || !str_eq(a->signing_service, b->signing_service) ||
+	    !str_eq(a->signing_region, b->signing_region))
+		return "credential_signing";
 	if (a->json_rpc_max_body_bytes != b->json_rpc_max_body_bytes)
 		return "json_rpc.max_body_bytes";
 	if (a->mcp_strict_tool_names != b->mcp_strict_tool_names)

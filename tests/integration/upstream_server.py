@@ -37,6 +37,8 @@ class Echo(http.server.BaseHTTPRequestHandler):
             "method": self.command,
             "path": self.path,
             "headers": {k.lower(): v for k, v in self.headers.items()},
+            # Every header line as received (the dict keeps the last of a name).
+            "header_lines": [[k.lower(), v] for k, v in self.headers.items()],
             "body": body.decode("utf-8", "replace"),
         }
         with open(self.server.log, "a") as f:

@@ -176,9 +176,10 @@ class Proxy:
             self.proc.wait()
 
 
-def module_fixtures(policy_text):
+def module_fixtures(policy_text, **proxy_args):
     """The usual fixtures of a module testing one policy against the echo
-    upstream: `upstream`, `proxy` (module scope) and the autouse `clean_log`.
+    upstream: `upstream`, `proxy` (module scope, started with proxy_args,
+    e.g. credentials=) and the autouse `clean_log`.
     Use as `upstream, proxy, clean_log = module_fixtures(POLICY)`."""
     import pytest
 
@@ -190,7 +191,7 @@ def module_fixtures(policy_text):
 
     @pytest.fixture(scope="module")
     def proxy(upstream):
-        p = Proxy(upstream, policy_text)
+        p = Proxy(upstream, policy_text, **proxy_args)
         yield p
         p.stop()
 

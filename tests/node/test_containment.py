@@ -29,7 +29,7 @@ def ipv4_routes(log):
 def test_pod_routes_are_bridge_subnet_and_service_range_only(node, ns, runtime_class):
     name = f"routes-{runtime_class or 'runc'}"
     log = nodelib.run_to_completion(node.client, ns, workload_pod(
-        name, sh("ip route; echo ---; nc -w 2 198.18.250.1 80 </dev/null; echo rc=$?"),
+        name, sh("ip route; echo ---; nc -w 2 198.18.250.1 80 </dev/null 2>&1; echo rc=$?"),
         runtime_class=runtime_class))
     routes, probe = log.split("---")
     assert ipv4_routes(routes) == sorted([POD_CIDR, f"{SERVICE_CIDR} via {node.host_ip}"]), log

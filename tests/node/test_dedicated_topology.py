@@ -118,3 +118,33 @@ def test_dedicated_sandbox_egress_only_through_its_gvisor_supervisor(release, se
     assert wl_kernel.strip() == host_kernel, wl_kernel
     assert release.cli("sandbox", "delete", "ded1").returncode == 0
 
+
+
+def test_killed_supervisor_pod_stops_the_workload_fail_closed(release, servers, tmp_path, node):
+    """The supervisor Pod is the agent's only way out and its policy
+    authority: when it is killed (deleted with no grace, as a node failure
+    or an attacker with delete rights would), the workload Pod is deleted
+    too and the sandbox shows Stopped with the reason, and the agent never
+    got a direct path meanwhile (the canary sees nothing)."""
+    c, ns = release.c, release.sandbox_ns
+    script = (f"while true; do nc -w 1 {node.host_ip} {servers.canary_port} </dev/null; "
+              "sleep 0.2; done")
+    r = release.cli("sandbox", "create", "--name", "ded-kill", "--detach", "--policy",
+                    policy_file(tmp_path, node.host_ip, servers.allowed_port),
+                    "--", "/bin/sh", "-c", script)
+    assert r.returncode == 0, r.stdout + r.stderr
+    sb = release.cli_json("sandbox", "get", "ded-kill")
+    sid = sb["id"]
+    assert sb["phase"] == "Ready", (sb, release.diagnose(sid))
+    hits_before = len(servers.canary_hits)
+    sup = release.sandbox_pods(sid)["supervisor"]
+    c.delete(f"/api/v1/namespaces/{ns}/pods/{sup['metadata']['name']}",
+             gracePeriodSeconds="0")
+    nodelib.wait_for(lambda: "workload" not in release.sandbox_pods(sid), 60,
+                     "the workload Pod deleted after its supervisor")
+    view = nodelib.wait_for(
+        lambda: (lambda v: v if v["phase"] == "Stopped" else None)(
+            release.cli_json("sandbox", "get", "ded-kill")), 60, "the sandbox Stopped")
+    assert "fail closed" in view.get("message", ""), view
+    assert len(servers.canary_hits) == hits_before, servers.canary_hits
+    assert release.cli("sandbox", "delete", "ded-kill").returncode == 0

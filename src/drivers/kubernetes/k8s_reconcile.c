@@ -326,19 +326,49 @@ int k8s_reconcile_dedicated(struct k8s_driver *k, json_t *record, json_t *rep, o
 	return 0;
 }
 
+/* Why an ended Pod's first container ended, from its terminated state:
+ * "exit code N: MESSAGE" (the kubelet puts the log's tail in MESSAGE, as
+ * the containers ask with FallbackToLogsOnError). */
+static void ended_reason(const json_t *pod, char *out, size_t cap)
+{
+	const json_t *cs = json_array_get(
+		json_object_get(json_object_get(pod, "status"), "containerStatuses"), 0);
+	const json_t *t = json_object_get(json_object_get(cs, "state"), "terminated");
+	const char *msg = json_string_value(json_object_get(t, "message"));
+	const char *why = json_string_value(json_object_get(t, "reason"));
+	snprintf(out, cap, "sandbox Pod failed (exit code %lld%s%s)%s%s",
+		 (long long)json_integer_value(json_object_get(t, "exitCode")), why ? ", " : "",
+		 why ? why : "", msg && *msg ? ": " : "", msg ? msg : "");
+	/* One line: the message is the log's last lines. */
+	for (char *c = out; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+}
+
 /* One known combined sandbox: its single Pod turning Ready is the moment the
- * supervisor in it holds the boundary (no gate to lift). */
+ * supervisor in it holds the boundary (no gate to lift); the Pod failing
+ * (its supervisor refused to start, or ended) fails the sandbox with the
+ * container's own words instead of leaving it waiting for a session. */
 static int reconcile_combined(struct k8s_driver *k, json_t *record, json_t *rep, os_error *err)
 {
 	const char *id = json_string_value(json_object_get(record, "id"));
 	const char *phase = json_string_value(json_object_get(record, "phase"));
 	_cleanup_json_ json_t *pods = NULL;
-	if (!phase || strcmp(phase, "Provisioning") != 0)
+	if (!phase || (strcmp(phase, "Provisioning") != 0 && strcmp(phase, "Running") != 0))
 		return 0;
 	if (sandbox_pods(k, id, &pods, err) < 0)
 		return -1;
 	const json_t *pod = find_component(pods, "sandbox");
-	if (pod && !terminating(pod) && k8s_pod_ready(pod)) {
+	if (!pod || terminating(pod))
+		return 0;
+	const char *pp =
+		json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+	if (pp && strcmp(pp, "Failed") == 0) {
+		char reason[OS_ERROR_MSG_MAX];
+		ended_reason(pod, reason, sizeof reason);
+		k8s_record_phase(record, "Failed", reason);
+		report(rep, id, "failed", reason);
+	} else if (strcmp(phase, "Provisioning") == 0 && k8s_pod_ready(pod)) {
 		k8s_record_phase(record, "Running", "sandbox Pod Ready");
 		report(rep, id, "running", "sandbox Pod Ready");
 	}

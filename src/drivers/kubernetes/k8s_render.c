@@ -244,8 +244,19 @@ static void set_pod_common(const struct k8s_settings *s, json_t *spec, const cha
 	}
 }
 
+/* The kubelet keeps the tail of the container's log as its termination
+ * message when it fails: the supervisor's last words (a refused boundary
+ * step) reach the sandbox's message without anyone reading Pod logs. */
+static void keep_last_words(json_t *container)
+{
+	json_object_set_new(container, "terminationMessagePolicy",
+			    json_string("FallbackToLogsOnError"));
+}
+
+/* The container's resources from the sandbox spec (and its last words). */
 static void set_resources(json_t *container, const json_t *record)
 {
+	keep_last_words(container);
 	json_t *res = json_object_get(json_object_get(record, "spec"), "resources");
 	if (json_object_size(res))
 		json_object_set_new(container, "resources",
@@ -387,6 +398,7 @@ json_t *k8s_render_supervisor_pod(const struct k8s_settings *s, const json_t *re
 		"readOnly", 1, "name", "state", "mountPath", "/var/lib/openshell");
 	if (!container)
 		return NULL;
+	keep_last_words(container);
 	/* fsGroup: the kubelet hands the Secret's files to our group (0440
 	 * root:fsGroup); without it a non-root supervisor could not read them. */
 	json_t *spec =
@@ -499,7 +511,7 @@ json_t *k8s_render_combined_pod(const struct k8s_settings *s, const json_t *reco
 	/* The in-pod boundary: the supervisor builds a netns + nftables fence. */
 	json_t *agent = json_pack(
 		"{s:s, s:s, s:s, s:o, s:o, s:{s:I, s:b, s:{s:[s, s, s]}}, "
-		"s:[{s:s, s:s, s:b}, {s:s, s:s, s:b}, {s:s, s:s}]}",
+		"s:[{s:s, s:s, s:b}, {s:s, s:s, s:b}, {s:s, s:s}, {s:s, s:s}]}",
 		"name", "agent", "image", placement_str(record, "workload_image"),
 		"imagePullPolicy", s->pull_policy, "command",
 		supervisor_argv(s, record, K8S_BUNDLE_DIR "/bin/openshell-supervisor", false),
@@ -507,19 +519,22 @@ json_t *k8s_render_combined_pod(const struct k8s_settings *s, const json_t *reco
 		"capabilities", "add", "NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE", "volumeMounts",
 		"name", "openshell-bin", "mountPath", K8S_BUNDLE_DIR, "readOnly", 1, "name",
 		"credentials", "mountPath", "/etc/openshell/credentials", "readOnly", 1, "name",
-		"workspace", "mountPath", "/sandbox");
+		"workspace", "mountPath", "/sandbox", "name", "run", "mountPath", K8S_RUN_DIR);
 	if (!init || !agent) {
 		json_decref(init);
 		json_decref(agent);
 		return NULL;
 	}
 	set_resources(agent, record);
-	json_t *spec = json_pack("{s:s, s:[o], s:[o], s:[{s:s, s:{}}, {s:s, s:{s:s, s:i}}, o]}",
-				 "restartPolicy", "Never", "initContainers", init, "containers",
-				 agent, "volumes", "name", "openshell-bin", "emptyDir", "name",
-				 "credentials", "secret", "secretName",
-				 oname(record, "-supervisor", secret, sizeof secret), "defaultMode",
-				 0400, workspace_volume(record, s));
+	/* The supervisor's run directory (its veth subnet lock, its CA files):
+	 * the workload image need not have /run, and its root may be read-only. */
+	json_t *spec = json_pack(
+		"{s:s, s:[o], s:[o], s:[{s:s, s:{}}, {s:s, s:{}}, {s:s, s:{s:s, s:i}}, o]}",
+		"restartPolicy", "Never", "initContainers", init, "containers", agent, "volumes",
+		"name", "openshell-bin", "emptyDir", "name", "run", "emptyDir", "name",
+		"credentials", "secret", "secretName",
+		oname(record, "-supervisor", secret, sizeof secret), "defaultMode", 0400,
+		workspace_volume(record, s));
 	if (!spec || mount_gateway_ca(s, record, spec, agent) < 0) {
 		json_decref(spec);
 		return NULL;

@@ -29,6 +29,8 @@
  * the image they run from. */
 #define K8S_BUNDLE_DIR "/opt/openshell"
 #define K8S_INSTALL_DIR "/mnt/openshell"
+/* The supervisor's /run/openshell (VETH_LEASE_RUN_DIR), on an emptyDir in combined Pods. */
+#define K8S_RUN_DIR "/run/openshell"
 #define K8S_BUNDLE_CA K8S_BUNDLE_DIR "/etc/ssl/ca-certificates.crt"
 #define K8S_SCHEDULING_GATE "openshell.ai/supervisor-ready"
 #define K8S_POLICY_MAX (512u * 1024) /* bytes of policy YAML (a Secret holds 1 MiB) */

@@ -33,6 +33,7 @@
 #include "nflog.h"
 #include "nft.h"
 #include "parse.h"
+#include "procsys.h"
 #include "sockowner.h"
 
 bool inpod_test_fail(const char *step)
@@ -43,6 +44,9 @@ bool inpod_test_fail(const char *step)
 
 static int make_netns(struct inpod *p, os_error *err)
 {
+	/* In a Pod (the combined topology) /proc/sys is read-only. */
+	if (procsys_net_writable(err) < 0)
+		return -1;
 	if (netns_create(&p->netns_fd, err) < 0 || netns_inode(p->netns_fd, &p->netns_ino, err) < 0)
 		return -1;
 	/* Interfaces created later in the namespace get no IPv6 at all. */

@@ -1,6 +1,7 @@
 /* credentials.c - provider secrets and placeholder substitution (see
- * credentials.h). Substitution happens only in header values the proxy
- * forwards to an endpoint bound to the provider; anywhere else the
+ * credentials.h). Substitution happens only in what the proxy forwards to
+ * an endpoint bound to the provider (header values; text bodies and
+ * WebSocket messages where the endpoint asks for it); anywhere else the
  * placeholder stays a harmless literal. */
 #include "credentials.h"
 

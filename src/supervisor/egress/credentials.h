@@ -40,8 +40,9 @@ enum cred_result credentials_rewrite_value(const struct credentials *c, const ch
 					   size_t len, cred_allowed_fn allowed, void *data,
 					   struct buf *out, const char **provider, os_error *err);
 
-/* Every placeholder anywhere in s[0..len) (a WebSocket text message),
- * appended to out with the rest; CRED_NONE when there is none. */
+/* Every placeholder anywhere in s[0..len) (a WebSocket text message, a
+ * request body), appended to out with the rest; CRED_NONE when there is
+ * none. */
 enum cred_result credentials_rewrite_text(const struct credentials *c, const char *s, size_t len,
 					  cred_allowed_fn allowed, void *data, struct buf *out,
 					  const char **provider, os_error *err);

@@ -201,6 +201,8 @@ static void conn_free(struct loop *l, void *data)
 	buf_free(&c->cout);
 	buf_free(&c->uin);
 	buf_free(&c->uout);
+	if (c->mw_body.data) /* may hold a resolved secret */
+		memset(c->mw_body.data, 0, c->mw_body.alloc);
 	buf_free(&c->mw_body);
 	proxy_sse_stop(c);
 	proxy_ws_free(c);

@@ -28,3 +28,11 @@ enum rpc_step proxy_whole_body(struct conn *c, const struct http_request *req,
 		return RPC_WAIT; /* the head is parsed again when more bytes come */
 	return RPC_FORWARD;
 }
+
+void proxy_body_continue(struct conn *c, const struct http_request *req)
+{
+	if (!req->expect_100 || c->continue_sent)
+		return;
+	buf_append_str(&c->cout, "HTTP/1.1 100 Continue\r\n\r\n", NULL);
+	c->continue_sent = true;
+}

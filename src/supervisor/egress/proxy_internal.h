@@ -127,6 +127,13 @@ struct conn {
 	bool mw_replaced;
 	struct buf mw_body;
 	size_t mw_raw; /* the agent's body on the wire, framing included */
+	/* credential_signing on this exchange (proxy_sigv4.c): the payload
+	 * hash signed and sent as x-amz-content-sha256. */
+	bool signing;
+	char sig_payload[72];
+	/* The agent was told 100 Continue while its body is read whole
+	 * (proxy_body_continue); its Expect is not sent upstream then. */
+	bool continue_sent;
 	/* splice pipes: [0] agent->upstream, [1] upstream->agent */
 	int pipes[2][2];
 	size_t piped[2];
@@ -230,6 +237,9 @@ struct whole_body {
 };
 enum rpc_step proxy_whole_body(struct conn *c, const struct http_request *req,
 			       const struct whole_body *w, size_t consumed);
+/* Before waiting for a body read whole: an agent that sent Expect:
+ * 100-continue is answered 100 once, so it sends the body now. */
+void proxy_body_continue(struct conn *c, const struct http_request *req);
 
 /* proxy_shape.c: `_method` in a POSTed form body, judged like the method. */
 #define FORM_BODY_MAX (128u * 1024)
@@ -306,6 +316,30 @@ size_t proxy_ws_held(const struct conn *c);
  * of the message may be sent then). */
 bool proxy_ws_has_placeholder(const char *p, size_t n);
 const char *proxy_ws_rewrite(struct conn *c, const char *in, size_t len, struct buf *out);
+/* The same for any text; too_big names the failure when out overflows. */
+const char *proxy_text_rewrite(struct conn *c, const char *in, size_t len, struct buf *out,
+			       const char *too_big);
+/* proxy_request.c: may provider's secrets go out on this exchange (the
+ * endpoint that admitted it binds that provider)? Is the upstream TLS? */
+bool proxy_cred_allowed(void *conn, const char *provider);
+bool conn_upstream_is_tls(const struct conn *c);
+
+/* proxy_body_creds.c: request_body_credential_rewrite. Placeholders in a
+ * textual body (JSON, form, text; identity encoding, UTF-8) are resolved
+ * into mw_body, sent with its own Content-Length; other bodies go as they
+ * are. Same steps as proxy_judge_rpc. */
+#define BODY_CREDS_MAX (128u * 1024)
+enum rpc_step proxy_body_credentials(struct conn *c, const struct http_request *req,
+				     const char *path, size_t consumed);
+
+/* proxy_sigv4.c: credential_signing. prepare (same steps as
+ * proxy_judge_rpc) settles the payload hash and the keys; drops names the
+ * agent's own signing headers; sign appends the signed ones to the head. */
+#define SIGV4_BODY_MAX (128u * 1024)
+enum rpc_step proxy_sigv4_prepare(struct conn *c, const struct http_request *req, size_t consumed);
+bool proxy_sigv4_drops(const struct conn *c, struct http_slice name);
+int proxy_sigv4_sign(struct conn *c, const struct http_request *req, const char *method,
+		     const char *canon, os_error *err);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);

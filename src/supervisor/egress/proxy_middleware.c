@@ -205,6 +205,8 @@ int proxy_middleware_commit(struct conn *c, const struct http_request *req, os_e
 	int rc = buf_append(&c->uout, c->mw_body.data, c->mw_body.len, err);
 	c->req_body.state = BODY_DONE;
 	c->mw_replaced = false;
+	if (c->mw_body.data) /* may hold a secret (proxy_body_creds.c) */
+		memset(c->mw_body.data, 0, c->mw_body.alloc);
 	buf_free(&c->mw_body);
 	return rc;
 }

@@ -234,25 +234,19 @@ static void handle_connect(struct conn *c, const struct http_request *req, size_
 	upstream_start(c);
 }
 
-/* Appends the request head as forwarded upstream: origin-form canonical
- * target, hop-by-hop headers dropped, credential placeholders resolved. */
-struct cred_ctx {
-	struct conn *c;
-};
-
 /* A secret goes only where the endpoint that admitted this very request
  * binds its provider: another endpoint on the same host:port (another
  * policy, another binary) binding it is no licence. */
-static bool cred_allowed(void *data, const char *provider)
+bool proxy_cred_allowed(void *conn, const char *provider)
 {
-	struct conn *c = ((struct cred_ctx *)data)->c;
+	const struct conn *c = conn;
 	return c->ep && c->ep->credential_provider && provider &&
 	       strcmp(c->ep->credential_provider, provider) == 0;
 }
 
 /* ...and only inside TLS to the upstream: over plain HTTP it would cross
  * the wire in clear text. */
-static bool upstream_is_tls(const struct conn *c)
+bool conn_upstream_is_tls(const struct conn *c)
 {
 	return c->mode == MODE_MITM && !c->inference && c->upstream.ssl != NULL;
 }
@@ -273,6 +267,9 @@ static bool is_hop_header(struct http_slice n)
 	return false;
 }
 
+/* Appends the request head as forwarded upstream: origin-form canonical
+ * target, hop-by-hop headers dropped, credential placeholders resolved (or
+ * the request signed, proxy_sigv4.c). */
 static int build_upstream_head(struct conn *c, const struct http_request *req, const char *method,
 			       const char *canon, const char **deny_reason)
 {
@@ -282,16 +279,16 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	if (buf_printf(o, &err, "%s %s%s%.*s HTTP/1.1\r\n", method, canon,
 		       req->has_query ? "?" : "", (int)req->query.len, req->query.p) < 0)
 		return -1;
-	struct cred_ctx cc = { c };
 	struct buf val;
 	buf_init(&val, 16384);
 	int rc = 0;
 	for (size_t i = 0; i < req->headers.n && rc == 0; i++) {
 		const struct http_header *h = &req->headers.v[i];
 		if ((is_hop_header(h->name) && !proxy_ws_hop_kept(c, h->name)) ||
-		    proxy_ws_header_dropped(c, h->name) ||
+		    proxy_ws_header_dropped(c, h->name) || proxy_sigv4_drops(c, h->name) ||
 		    (c->mw_replaced && (str_ieq(h->name.p, h->name.len, "content-length", 14) ||
-					str_ieq(h->name.p, h->name.len, "transfer-encoding", 17))))
+					str_ieq(h->name.p, h->name.len, "transfer-encoding", 17))) ||
+		    (c->continue_sent && str_ieq(h->name.p, h->name.len, "expect", 6)))
 			continue; /* a rewritten body has its own length (below) */
 		/* Toward a credential-bound endpoint, or an upstream that ever
 		 * received a secret, the answer must be readable to be scrubbed
@@ -303,9 +300,14 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		const char *provider = NULL;
 		enum cred_result r =
 			credentials_rewrite_value(cfg->creds, h->value.p, h->value.len,
-						  cred_allowed, &cc, &val, &provider, &err);
-		if (r == CRED_OK && !upstream_is_tls(c)) {
+						  proxy_cred_allowed, c, &val, &provider, &err);
+		if (r == CRED_OK && !conn_upstream_is_tls(c)) {
 			*deny_reason = "credential_plaintext";
+			rc = -1;
+			break;
+		}
+		if (r == CRED_OK && c->signing) { /* its keys sign; they are never sent */
+			*deny_reason = "credential_signing_only";
 			rc = -1;
 			break;
 		}
@@ -328,6 +330,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	buf_free(&val);
 	if (rc == 0 && c->mw_replaced)
 		rc = buf_printf(o, &err, "Content-Length: %zu\r\n", c->mw_body.len);
+	if (rc == 0 && c->signing && (rc = proxy_sigv4_sign(c, req, method, canon, &err)) == 0)
+		c->injected = true;
 	if (rc == 0 && c->ws_upgrade) {
 		rc = http_write_header(o, "Connection", "Upgrade", &err);
 		if (rc == 0 && proxy_ws_offer(c))
@@ -379,8 +383,13 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		rs = proxy_judge_rpc(c, req, method, logged, consumed);
 	if (rs == RPC_FORWARD)
 		rs = proxy_judge_graphql(c, req, method, logged, consumed);
+	c->injected = false;
 	if (rs == RPC_FORWARD) /* after the L7 decision, before credentials */
 		rs = proxy_run_middlewares(c, req, logged, consumed);
+	if (rs == RPC_FORWARD)
+		rs = proxy_body_credentials(c, req, logged, consumed);
+	if (rs == RPC_FORWARD)
+		rs = proxy_sigv4_prepare(c, req, consumed);
 	if (rs != RPC_FORWARD)
 		return; /* answered, or waiting for the rest of the body */
 	if (!proxy_ws_check_upgrade(c, req, raw, logged))
@@ -395,15 +404,19 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		return;
 	}
 	const char *deny = NULL;
-	c->injected = false;
 	buf_reset(&c->uout);
-	if (build_upstream_head(c, req, method, canon, &deny) < 0) {
+	int built = build_upstream_head(c, req, method, canon, &deny);
+	c->continue_sent = false;
+	if (built < 0) {
 		buf_reset(&c->uout);
 		if (deny)
 			reply_error(
 				c, 403, deny,
 				strcmp(deny, "credential_plaintext") == 0
 					? "credentials are only sent inside TLS to the upstream"
+				: strcmp(deny, "credential_signing_only") == 0
+					? "this endpoint's credentials only sign requests: no "
+					  "placeholder is replaced in them"
 					: "credential placeholder not allowed for this endpoint",
 				deny);
 		else
