@@ -253,8 +253,11 @@ static void drive_running(struct gateway *gw, json_t *row, const json_t *st)
 				 str(row, "name"));
 		lifecycle_act(gw, row, "create", &err);
 	} else if (!strcmp(dp, "Stopped")) {
+		/* The driver's reason when it has one (a kubernetes sandbox failed
+		 * closed after its supervisor Pod went away). */
+		const char *why = str(st, "message");
 		exit_from(row, st);
-		set(row, "Error", "the supervisor was stopped outside the gateway");
+		set(row, "Error", *why ? why : "the supervisor was stopped outside the gateway");
 		save(gw, row, NULL);
 	}
 }

@@ -112,6 +112,26 @@ def merge(a, b):
     return out
 
 
+def assert_audited(client, ns, pod_name, servers):
+    """The supervisor's log (Pod pod_name) holds an allow record for every
+    connection to the allowed server and a deny record for the canary."""
+    audit = [json.loads(l) for l in nodelib.logs(client, ns, pod_name).splitlines()
+             if l.startswith('{"ts":') and '"event"' in l]
+    allowed = [a for a in audit if a.get("dport") == servers.allowed_port]
+    denied = [a for a in audit if a.get("dport") == servers.canary_port]
+    assert allowed and all(a["decision"] == "allow" for a in allowed), audit
+    assert denied and all(a["decision"] == "deny" for a in denied), audit
+
+
+def assert_canary_reachable_unfenced(release, servers, pod_name):
+    """Control: an unfenced Pod's direct connection does reach the canary,
+    so a canary that saw nothing means the fence held."""
+    nodelib.run_to_completion(release.c, release.ns, nodelib.workload_pod(
+        pod_name, nodelib.sh(f"nc -w 5 {release.node.host_ip} {servers.canary_port} "
+                             "</dev/null; exit 0")))
+    nodelib.wait_for(lambda: servers.canary_hits, 30, "the control's connection at the canary")
+
+
 class HostServers:
     """On the node's host address: `allowed` answers HTTP with BODY, `canary`
     accepts TCP and counts connections (nothing else is done with them)."""

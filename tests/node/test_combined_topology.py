@@ -15,7 +15,8 @@ import json
 import pytest
 
 from tests.lib import nodelib
-from tests.lib.helm_release import HostServers, Release
+from tests.lib.helm_release import (HostServers, Release, assert_audited,
+                                     assert_canary_reachable_unfenced)
 
 
 @pytest.fixture(scope="module")
@@ -78,16 +79,6 @@ def test_combined_sandbox_egress_only_through_its_supervisor(release, servers, t
     assert [h[0] for h in servers.allowed_hits] == [pod["status"]["podIP"]], servers.allowed_hits
     assert servers.canary_hits == [], servers.canary_hits
 
-    audit = [json.loads(l) for l in nodelib.logs(c, ns, name).splitlines()
-             if l.startswith('{"ts":') and '"event"' in l]
-    allowed = [a for a in audit if a.get("dport") == servers.allowed_port]
-    denied = [a for a in audit if a.get("dport") == servers.canary_port]
-    assert allowed and all(a["decision"] == "allow" for a in allowed), audit
-    assert denied and all(a["decision"] == "deny" for a in denied), audit
-
-    # Control: an unfenced Pod's direct connection reaches the canary.
-    nodelib.run_to_completion(c, release.ns, nodelib.workload_pod(
-        "canary-control-c", nodelib.sh(f"nc -w 5 {node.host_ip} {servers.canary_port} </dev/null; "
-                                       "exit 0")))
-    nodelib.wait_for(lambda: servers.canary_hits, 30, "the control's connection at the canary")
+    assert_audited(c, ns, name, servers)
+    assert_canary_reachable_unfenced(release, servers, "canary-control-c")
     assert release.cli("sandbox", "delete", "comb1").returncode == 0

@@ -8,12 +8,12 @@ out: an allowed endpoint answers through its proxy, a denied one gets the
 proxy's 403, and a direct connection that ignores the proxy is stopped by the
 enforced fence (a canary on the host sees nothing, while an unfenced Pod's
 connection reaches it). The supervisor's log holds the audit records."""
-import json
 
 import pytest
 
 from tests.lib import nodelib
-from tests.lib.helm_release import HostServers, Release
+from tests.lib.helm_release import (HostServers, Release, assert_audited,
+                                     assert_canary_reachable_unfenced)
 
 SUPERVISOR_CLASS = "gvisor"
 
@@ -95,18 +95,8 @@ def test_dedicated_sandbox_egress_only_through_its_gvisor_supervisor(release, se
     assert [h[0] for h in servers.allowed_hits] == [sup["status"]["podIP"]], servers.allowed_hits
     assert servers.canary_hits == [], servers.canary_hits
 
-    audit = [json.loads(l) for l in nodelib.logs(c, ns, sup["metadata"]["name"]).splitlines()
-             if l.startswith('{"ts":') and '"event"' in l]
-    allowed = [a for a in audit if a.get("dport") == servers.allowed_port]
-    denied = [a for a in audit if a.get("dport") == servers.canary_port]
-    assert allowed and all(a["decision"] == "allow" for a in allowed), audit
-    assert denied and all(a["decision"] == "deny" for a in denied), audit
-
-    # Control: an unfenced Pod's direct connection reaches the canary.
-    nodelib.run_to_completion(c, release.ns, nodelib.workload_pod(
-        "canary-control", nodelib.sh(f"nc -w 5 {node.host_ip} {servers.canary_port} </dev/null; "
-                                     "exit 0")))
-    nodelib.wait_for(lambda: servers.canary_hits, 30, "the control's connection at the canary")
+    assert_audited(c, ns, sup["metadata"]["name"], servers)
+    assert_canary_reachable_unfenced(release, servers, "canary-control")
 
     # The supervisor runs on gVisor's kernel ("Linux version 4.19.0-gvisor"),
     # seen from inside its Pod; the workload (runc) on the host's.
@@ -124,7 +114,7 @@ def test_killed_supervisor_pod_stops_the_workload_fail_closed(release, servers, 
     """The supervisor Pod is the agent's only way out and its policy
     authority: when it is killed (deleted with no grace, as a node failure
     or an attacker with delete rights would), the workload Pod is deleted
-    too and the sandbox shows Stopped with the reason, and the agent never
+    too and the sandbox shows Error with the reason, and the agent never
     got a direct path meanwhile (the canary sees nothing)."""
     c, ns = release.c, release.sandbox_ns
     script = (f"while true; do nc -w 1 {node.host_ip} {servers.canary_port} </dev/null; "
@@ -142,9 +132,10 @@ def test_killed_supervisor_pod_stops_the_workload_fail_closed(release, servers, 
              gracePeriodSeconds="0")
     nodelib.wait_for(lambda: "workload" not in release.sandbox_pods(sid), 60,
                      "the workload Pod deleted after its supervisor")
+    # Not stopped by anyone who asked: an Error that says why.
     view = nodelib.wait_for(
-        lambda: (lambda v: v if v["phase"] == "Stopped" else None)(
-            release.cli_json("sandbox", "get", "ded-kill")), 60, "the sandbox Stopped")
+        lambda: (lambda v: v if v["phase"] == "Error" else None)(
+            release.cli_json("sandbox", "get", "ded-kill")), 60, "the sandbox in Error")
     assert "fail closed" in view.get("message", ""), view
     assert len(servers.canary_hits) == hits_before, servers.canary_hits
     assert release.cli("sandbox", "delete", "ded-kill").returncode == 0
