@@ -112,7 +112,8 @@ bool propose_still_denied(const struct policy_gen *g, const json_t *d)
 	policy_decide_connect(g, host, (uint16_t)port, chain, 1, &l4);
 	if (l4.verdict != POLICY_ALLOW || !method || !path)
 		return l4.verdict != POLICY_ALLOW;
-	policy_decide_request(g, l4.endpoint, method, path, NULL, 0, &l7);
+	policy_decide_routed_request(g, l4.endpoint, host, (uint16_t)port, chain, 1, method, path,
+				     NULL, 0, &l7);
 	return l7.verdict == POLICY_DENY;
 }
 

@@ -360,14 +360,13 @@ static const struct {
 static const struct {
 	const char *key, *effect;
 } not_enforced[] = {
-	{ "allow_encoded_slash", "encoded slashes (%2F) are still refused" },
 	{ "allow_uninspected_credentials", "credentials are still never sent uninspected" },
 	{ "request_body_credential_rewrite", "placeholders in request bodies are forwarded as is" },
 };
 
 static bool *flag_for(struct policy_endpoint *ep, size_t i)
 {
-	bool *const f[] = { &ep->allow_encoded_slash, &ep->allow_uninspected_credentials,
+	bool *const f[] = { &ep->allow_uninspected_credentials,
 			    &ep->request_body_credential_rewrite };
 	return f[i];
 }
@@ -378,8 +377,10 @@ static void load_endpoint_path(struct lctx *c, const struct ynode *v, struct pol
 	const char *s, *why;
 	if (!get_str(c, v, "`**` or an absolute path glob", &s))
 		return;
-	if (!strcmp(s, "**") || !strcmp(s, "/**"))
-		return; /* matches every path: no bound */
+	if (!strcmp(s, "**"))
+		return; /* matches every path: no bound, specificity 0 */
+	/* "/" + "**" matches every path too but ranks above no path (OpenShell
+	 * counts its non-`*` bytes), so it is kept. */
 	if ((why = glob_problem(s))) {
 		char what[96];
 		snprintf(what, sizeof what, "`**` or an absolute path glob (this one %s)", why);
@@ -476,6 +477,8 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 		load_mcp_stanza(c, v, ep);
 	} else if (!strcmp(k, "websocket_credential_rewrite")) {
 		get_bool(c, v, &ep->websocket_credential_rewrite); /* proxy_ws.c */
+	} else if (!strcmp(k, "allow_encoded_slash")) {
+		get_bool(c, v, &ep->allow_encoded_slash); /* canon.c */
 	} else if (load_graphql_field(c, k, v, ep)) {
 		return;
 	}

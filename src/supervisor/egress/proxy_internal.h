@@ -95,8 +95,11 @@ struct conn {
 	/* destination */
 	char host[256];
 	uint16_t port;
+	/* The endpoint judging the current request: policy_decide_connect's
+	 * choice, then the one its path routes to (policy_route_request). */
 	const struct policy_endpoint *ep;
 	char policy_name[128];
+	bool any_caller; /* judged without caller identity (endpoint-only) */
 	char dst[64];
 	struct resolver_query *query;
 	struct ip_addr addrs[RESOLVER_ADDRS_MAX];
