@@ -9,18 +9,6 @@
 #include "hostglob.h"
 #include "policy_load_int.h"
 
-/* OpenShell's names for the machine running the sandbox. */
-static bool is_gateway_alias(const char *h)
-{
-	static const char *const names[] = { "host.openshell.internal", "host.docker.internal",
-					     "host.containers.internal", "gateway.docker.internal",
-					     NULL };
-	for (size_t i = 0; names[i]; i++)
-		if (!strcmp(h, names[i]))
-			return true;
-	return false;
-}
-
 static void load_host(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
 {
 	const char *s;
@@ -40,11 +28,6 @@ static void load_host(struct lctx *c, const struct ynode *n, struct policy_endpo
 		lwarn(c, n,
 		      "%s is a cloud metadata endpoint: every connection to it is denied "
 		      "(ssrf_denied)",
-		      norm);
-	if (is_gateway_alias(norm))
-		lwarn(c, n,
-		      "%s is a host-gateway alias: parsed but not mapped yet (it is resolved "
-		      "by DNS like any other name)",
 		      norm);
 	if (host_is_ip_literal(norm)) {
 		struct cidr cd = { .prefix = 0 };
