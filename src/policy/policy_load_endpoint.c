@@ -343,14 +343,12 @@ static const struct {
 static const struct {
 	const char *key, *effect;
 } not_enforced[] = {
-	{ "allow_uninspected_credentials", "credentials are still never sent uninspected" },
 	{ "request_body_credential_rewrite", "placeholders in request bodies are forwarded as is" },
 };
 
 static bool *flag_for(struct policy_endpoint *ep, size_t i)
 {
-	bool *const f[] = { &ep->allow_uninspected_credentials,
-			    &ep->request_body_credential_rewrite };
+	bool *const f[] = { &ep->request_body_credential_rewrite };
 	return f[i];
 }
 
@@ -462,6 +460,8 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 		get_bool(c, v, &ep->websocket_credential_rewrite); /* proxy_ws.c */
 	} else if (!strcmp(k, "allow_encoded_slash")) {
 		get_bool(c, v, &ep->allow_encoded_slash); /* canon.c */
+	} else if (!strcmp(k, "allow_uninspected_credentials")) {
+		get_bool(c, v, &ep->allow_uninspected_credentials); /* check_combination */
 	} else if (load_graphql_field(c, k, v, ep)) {
 		return;
 	}
@@ -542,6 +542,20 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 		lerr(c, cred,
 		     "cannot be used with protocol: tcp (a raw TCP stream is never inspected, so "
 		     "the binding could never be used)");
+	} else if (cred && !inspected && !ep->allow_uninspected_credentials) {
+		/* OpenShell: "credentialed endpoint ... uses L4-only; configure L7
+		 * inspection or explicitly set allow_uninspected_credentials: true". */
+		kp_push(c, ".credential_binding");
+		lerr(c, cred,
+		     "on an endpoint without an inspected protocol (L4-only) needs "
+		     "allow_uninspected_credentials: true, as in OpenShell; or give it a protocol "
+		     "(rest, ...) so its requests are inspected");
+	} else if (cred && !inspected && ep->tls != POLICY_TLS_SKIP) {
+		kp_push(c, ".allow_uninspected_credentials");
+		lwarn(c, ynode_map_get(n, "allow_uninspected_credentials"),
+		      "here TLS is still terminated for this credential-bound endpoint and its "
+		      "request headers rewritten (a secret never goes where its echo cannot be "
+		      "scrubbed), so only HTTP/1.1 passes, not a raw stream");
 	} else if (inspected && tls && ynode_scalar_eq(tls, "skip")) {
 		kp_push(c, ".tls");
 		lwarn(c, tls,

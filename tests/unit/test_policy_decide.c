@@ -70,7 +70,8 @@ static const char policy_text[] =
 	"      - { host: kube.example.com, port: 10250, allowed_ips: [\"10.0.9.0/24\"] }\n"
 	"      - { host: 10.0.7.7, port: 443 }\n"
 	"      - { host: public.example.com, port: 443 }\n"
-	"      - { host: token.example.com, port: 443, credential_binding: { provider: github } }\n"
+	"      - { host: token.example.com, port: 443, credential_binding: { provider: github },\n"
+	"          allow_uninspected_credentials: true }\n"
 	"    binaries: [{ path: /usr/bin/curl }]\n";
 
 static const char *const curl[] = { "/usr/bin/curl" };
