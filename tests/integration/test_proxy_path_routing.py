@@ -13,7 +13,7 @@ import ssl
 import pytest
 
 from tests.lib import build
-from tests.lib.proxy_util import Proxy, Upstream
+from tests.lib.proxy_util import credential_fixtures
 
 pytestmark = build.needs("openshell-proxy")
 
@@ -56,19 +56,7 @@ SECRET = "route-s3cret-value"
 PH = "Bearer openshell:resolve:env:GITHUB_TOKEN"
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    up = Upstream().start()
-    yield up
-    up.stop()
-
-
-@pytest.fixture
-def proxy(upstream):
-    p = Proxy(upstream, POLICY, credentials={"providers": {"github": {"GITHUB_TOKEN": SECRET}}})
-    upstream.clear()
-    yield p
-    p.stop()
+upstream, proxy = credential_fixtures(POLICY, {"github": {"GITHUB_TOKEN": SECRET}})
 
 
 def seen(upstream, path):

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.lib import build
-from tests.lib.proxy_util import Proxy, Upstream
+from tests.lib.proxy_util import Proxy, credential_fixtures
 
 pytestmark = build.needs("openshell-proxy")
 
@@ -38,19 +38,7 @@ SECRET = "uninspected-s3cret"
 PH = "Bearer openshell:resolve:env:GITHUB_TOKEN"
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    up = Upstream().start()
-    yield up
-    up.stop()
-
-
-@pytest.fixture
-def proxy(upstream):
-    p = Proxy(upstream, POLICY, credentials={"providers": {"github": {"GITHUB_TOKEN": SECRET}}})
-    upstream.clear()
-    yield p
-    p.stop()
+upstream, proxy = credential_fixtures(POLICY, {"github": {"GITHUB_TOKEN": SECRET}})
 
 
 def test_l4_binding_is_still_inspected(proxy, upstream):

@@ -198,6 +198,29 @@ def module_fixtures(policy_text):
     return upstream, proxy, clean_log
 
 
+def credential_fixtures(policy_text, providers):
+    """`upstream` (module scope) and a fresh `proxy` per test holding the
+    providers' secrets ({"NAME": {"KEY": "secret"}}): which upstreams hold a
+    secret is per proxy. The upstream's log is cleared for each test.
+    Use as `upstream, proxy = credential_fixtures(POLICY, {...})`."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def upstream():
+        up = Upstream().start()
+        yield up
+        up.stop()
+
+    @pytest.fixture
+    def proxy(upstream):
+        p = Proxy(upstream, policy_text, credentials={"providers": providers})
+        upstream.clear()
+        yield p
+        p.stop()
+
+    return upstream, proxy
+
+
 # The sanitizer build (build-san) beside the normal one: `make build-san`.
 SAN_PROXY_BIN = build.binary("openshell-proxy",
                              os.path.join(os.path.dirname(build.BUILD.rstrip("/")), "build-san"))
