@@ -336,6 +336,9 @@ void policy_decide_routed_request(const struct policy_gen *g,
 				  uint16_t port, const char *const *chain, size_t n,
 				  const char *method, const char *raw_target, char *canon,
 				  size_t canon_cap, struct policy_decision *out);
+/* OpenShell's reading of an endpoint `path` (NULL: every path) against a
+ * canonical request path (policy_route.c). */
+bool policy_endpoint_path_match(const char *pattern, const char *path);
 /* The bytes of an endpoint path that are not `*` (0 for none). */
 size_t policy_path_specificity(const char *pattern);
 

@@ -258,7 +258,7 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 	/* The endpoint's own `path` bounds every rule on it (OpenShell: an
 	 * endpoint whose path does not match the request does not allow it);
 	 * policy_route_request chooses an endpoint whose path matches. */
-	if (!endpoint_path_match(ep->path, canon)) {
+	if (!policy_endpoint_path_match(ep->path, canon)) {
 		snprintf(out->rule, sizeof out->rule, "path");
 		finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
 		return;

@@ -58,8 +58,6 @@ bool endpoint_has_port(const struct policy_endpoint *ep, uint16_t port);
  * allowed_ips, tls, credential binding): a plain L4 endpoint does not, and
  * never competes with one that does (OpenShell). */
 bool endpoint_has_config(const struct policy_endpoint *ep);
-/* OpenShell's endpoint `path` match (policy_route.c). */
-bool endpoint_path_match(const char *pattern, const char *path);
 
 /* json-rpc / mcp: may this HTTP exchange carry messages? (policy_decide_rpc.c) */
 void rpc_decide_transport(const struct policy_endpoint *ep, const char *m, const char *canon,

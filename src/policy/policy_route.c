@@ -27,7 +27,7 @@
  * by '/' takes that '/' too (so it also matches no component); a `**` that
  * is not a whole component, or three stars, make the pattern invalid there,
  * which matches nothing. (`?` and `[..]` are refused by the loader.) */
-bool endpoint_path_match(const char *pattern, const char *path)
+bool policy_endpoint_path_match(const char *pattern, const char *path)
 {
 	if (!pattern || !pattern[0] || !strcmp(pattern, "**") || !strcmp(pattern, "/**"))
 		return true;
@@ -101,7 +101,7 @@ static bool route_visit(const struct policy_endpoint *ep, void *p)
 	if (ep->tls != POLICY_TLS_SKIP &&
 	    (policy_protocol_inspected(ep->protocol) || ep->credential_provider))
 		c->needs_tls = true;
-	if (!c->path || !endpoint_path_match(ep->path, c->path))
+	if (!c->path || !policy_endpoint_path_match(ep->path, c->path))
 		return true;
 	size_t rank = policy_path_specificity(ep->path);
 	if (!c->best || rank > c->best_rank || (rank == c->best_rank && earlier(ep, c->best))) {

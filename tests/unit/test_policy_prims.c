@@ -524,7 +524,7 @@ static void endpoint_path_matches_like_openshell(void **state)
 		{ "/a/***", "/a/b", false },	       { "/v*/users", "/v2/users", true },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-		if (endpoint_path_match(cases[i].pattern, cases[i].path) != cases[i].want)
+		if (policy_endpoint_path_match(cases[i].pattern, cases[i].path) != cases[i].want)
 			fail_msg("endpoint path %s on %s: want %s",
 				 cases[i].pattern ? cases[i].pattern : "(none)", cases[i].path,
 				 cases[i].want ? "match" : "no match");
