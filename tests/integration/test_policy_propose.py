@@ -122,24 +122,14 @@ def test_nothing_to_propose_and_bad_input(box):
     assert r.returncode == 2 and "--aply" in r.stderr, r.stderr
 
 
-ROUTED = """version: 1
-network_policies:
-  site:
-    endpoints:
-      - host: upstream.test
-        port: 80
-        protocol: rest
-        access: read-only
-        allowed_ips: ["198.51.100.0/24"]
-      - host: upstream.test
+# The same site, with a second endpoint for /api/ (more specific) after it.
+ROUTED = POLICY.replace("    binaries:", """      - host: upstream.test
         port: 80
         protocol: rest
         path: "/api/**"
         access: read-only
         allowed_ips: ["198.51.100.0/24"]
-    binaries:
-      - { path: /usr/bin/curl }
-"""
+    binaries:""")
 
 
 def test_a_rule_goes_to_the_endpoint_the_request_is_routed_to(tmp_path):
