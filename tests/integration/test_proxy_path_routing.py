@@ -7,8 +7,6 @@ security property: a request routed to a path that does not bind the
 provider never carries the secret, however its path is spelled. Also
 allow_encoded_slash, per routed endpoint. Each refusal has an allowed twin."""
 import json
-import socket
-import ssl
 
 import pytest
 
@@ -101,14 +99,6 @@ def test_spellings_of_another_path_never_carry_the_secret(proxy, upstream, path)
     assert code == 200  # control: the prefix itself is the bound endpoint's
 
 
-def tls_through_proxy(proxy, host):
-    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-    s.sendall(f"CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n".encode())
-    assert s.recv(4096).startswith(b"HTTP/1.1 200")
-    ctx = ssl.create_default_context(cafile=proxy.ca)
-    return ctx.wrap_socket(s, server_hostname=host)
-
-
 def exchange(t, path, auth=None):
     head = f"GET {path} HTTP/1.1\r\nHost: api.test\r\n"
     if auth:
@@ -129,7 +119,7 @@ def exchange(t, path, auth=None):
 
 
 def test_a_kept_alive_connection_switches_endpoint_per_request(proxy, upstream):
-    t = tls_through_proxy(proxy, "api.test")
+    t = proxy.tls("api.test")
     try:
         assert exchange(t, "/open/a")[0] == 200
         assert exchange(t, "/bound/b", PH)[0] == 200

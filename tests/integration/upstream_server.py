@@ -16,6 +16,8 @@ class Echo(http.server.BaseHTTPRequestHandler):
     def _handle(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            body = self._read_chunked()
         record = {
             "method": self.command,
             "path": self.path,
@@ -76,6 +78,18 @@ class Echo(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(out)
+
+    def _read_chunked(self):
+        """A chunked request body, decoded (trailers skipped)."""
+        out = b""
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return out
+            out += self.rfile.read(size)
+            self.rfile.readline()
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _handle
 

@@ -164,6 +164,15 @@ class Proxy:
         finally:
             s.close()
 
+    def tls(self, host, port=443):
+        """A CONNECT tunnel to host:port, TLS terminated by this proxy (its
+        CA trusted): the agent's side of an inspected connection."""
+        import ssl
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        assert s.recv(4096).startswith(b"HTTP/1.1 200")
+        return ssl.create_default_context(cafile=self.ca).wrap_socket(s, server_hostname=host)
+
     def stop(self):
         self.proc.terminate()
         try:

@@ -409,6 +409,13 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		reply_error(c, 400, "bad_request", err.msg, "bad_body");
 		return;
 	}
+	if ((c->req_body.scan = body_scan_wanted(c)))
+		body_scan_ahead(c, consumed);
+	c->resp_head_done = false; /* this exchange's answer has not begun */
+	if (c->req_body.found) { /* nothing was sent yet */
+		body_scan_refuse(c);
+		return;
+	}
 	const char *deny = NULL;
 	c->injected = false;
 	buf_reset(&c->uout);
