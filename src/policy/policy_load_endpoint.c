@@ -362,8 +362,12 @@ static void load_endpoint_path(struct lctx *c, const struct ynode *v, struct pol
 		return; /* matches every path: no bound, specificity 0 */
 	/* "/" + "**" matches every path too but ranks above no path (OpenShell
 	 * counts its non-`*` bytes), so it is kept. */
-	if ((why = glob_problem(s))) {
-		char what[96];
+	/* OpenShell's glob classes ([..]) are not supported: read literally they
+	 * would match nothing (a canonical path has no raw '['), so refused. */
+	if (!(why = glob_problem(s)) && strpbrk(s, "[]"))
+		why = "uses a `[..]` class, which is not supported here";
+	if (why) {
+		char what[112];
 		snprintf(what, sizeof what, "`**` or an absolute path glob (this one %s)", why);
 		lerr_expected(c, v, what);
 		return;
