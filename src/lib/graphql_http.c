@@ -147,6 +147,18 @@ static int classify_envelope(const json_t *o, struct graphql_http_op *op, os_err
 			name ? json_string_value(name) : NULL, hash ? hash : id, op, err);
 }
 
+int graphql_http_parse_envelope(const json_t *o, struct graphql_http_request *out, os_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (new_request(out, 1, false, err) < 0)
+		return -1;
+	if (classify_envelope(o, &out->ops[0], err) < 0) {
+		graphql_http_request_free(out);
+		return -1;
+	}
+	return 0;
+}
+
 int graphql_http_parse_post(const char *body, size_t len, size_t cap,
 			    struct graphql_http_request *out, os_error *err)
 {

@@ -14,6 +14,7 @@
 
 #include "error.h"
 #include "graphql.h"
+#include "json.h"
 
 /* Operations in one batched POST. */
 #define GRAPHQL_BATCH_MAX 64
@@ -37,6 +38,9 @@ int graphql_http_parse_get(const char *query, size_t len, struct graphql_http_re
 /* body: len bytes of JSON, at most cap. */
 int graphql_http_parse_post(const char *body, size_t len, size_t cap,
 			    struct graphql_http_request *out, os_error *err);
+/* One JSON envelope object already parsed (GraphQL over WebSocket carries
+ * it as a message's payload): out->n is 1, never a batch. */
+int graphql_http_parse_envelope(const json_t *o, struct graphql_http_request *out, os_error *err);
 void graphql_http_request_free(struct graphql_http_request *r);
 
 #endif

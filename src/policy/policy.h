@@ -98,7 +98,9 @@ struct policy_rule {
 	size_t n_query;
 	/* mcp: `tool` / `params.name` globs on a tools/call tool name, or NULL. */
 	struct policy_query *tool;
-	/* graphql: the operation matcher (every graphql rule has one). */
+	/* graphql: the operation matcher (every graphql rule has one; on a
+	 * websocket endpoint, the rules that have one judge GraphQL messages
+	 * and have no method or path). */
 	struct policy_graphql_op *graphql;
 };
 
@@ -141,6 +143,11 @@ struct policy_endpoint {
 	bool graphql_allow_registered; /* persisted_queries: allow_registered */
 	struct policy_graphql_op *graphql_registry;
 	size_t n_graphql_registry;
+	/* websocket: client text messages are GraphQL-over-WebSocket frames
+	 * judged by the graphql rules (upstream's websocket_graphql_policy: set
+	 * when a rule names operation_type / operation_name / fields, or the
+	 * endpoint configures persisted queries). */
+	bool graphql_ws;
 	unsigned line, col;
 	size_t policy_index; /* back-reference into policy_doc.networks */
 	size_t index; /* position in its policy's endpoints */

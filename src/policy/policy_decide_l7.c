@@ -157,6 +157,8 @@ static bool method_match(const char *rule, const char *m)
 static bool rule_match(const struct policy_rule *r, const char *m, const char *path,
 		       const struct qparams *q, bool deny)
 {
+	if (r->graphql)
+		return false; /* a websocket endpoint's GraphQL rule: messages only */
 	return method_match(r->method, m) && path_glob_match(r->path, path) &&
 	       query_match(r, q, deny);
 }

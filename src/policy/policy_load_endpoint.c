@@ -219,6 +219,15 @@ static void load_query(struct lctx *c, const struct ynode *n, struct policy_rule
 	}
 }
 
+/* A websocket rule naming a GraphQL operation (upstream: such a rule makes
+ * the endpoint judge its messages as GraphQL over WebSocket). */
+static bool graphql_ws_matcher(const struct lctx *c, const struct ynode *n)
+{
+	return c->ep_proto == POLICY_PROTO_WEBSOCKET && n && n->kind == YNODE_MAPPING &&
+	       (ynode_map_get(n, "operation_type") || ynode_map_get(n, "operation_name") ||
+		ynode_map_get(n, "fields"));
+}
+
 /* One REST matcher {method, path, query}. */
 static void load_matcher(struct lctx *c, const struct ynode *n, struct policy_rule *r)
 {
@@ -227,7 +236,7 @@ static void load_matcher(struct lctx *c, const struct ynode *n, struct policy_ru
 		load_rpc_matcher(c, n, r);
 		return;
 	}
-	if (c->ep_proto == POLICY_PROTO_GRAPHQL) {
+	if (c->ep_proto == POLICY_PROTO_GRAPHQL || graphql_ws_matcher(c, n)) {
 		load_graphql_matcher(c, n, r);
 		return;
 	}

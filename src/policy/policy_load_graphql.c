@@ -186,12 +186,43 @@ bool load_graphql_field(struct lctx *c, const char *k, const struct ynode *v,
 	return true;
 }
 
+static bool has_graphql_rule(const struct policy_rule *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (r[i].graphql)
+			return true;
+	return false;
+}
+
+/* websocket: GraphQL rules or persisted queries make every client text
+ * message a GraphQL-over-WebSocket frame (proxy_ws_graphql.c); the body
+ * cap is the message cap there. */
+static void check_graphql_ws(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
+{
+	size_t old = c->plen;
+	const struct ynode *v = ynode_map_get(n, "graphql_max_body_bytes");
+	ep->graphql_ws = has_graphql_rule(ep->rules, ep->n_rules) ||
+			 has_graphql_rule(ep->deny_rules, ep->n_deny) ||
+			 ynode_map_get(n, "persisted_queries") ||
+			 ynode_map_get(n, "graphql_persisted_queries");
+	ep->graphql_max_body_bytes = 0;
+	if (v) {
+		kp_push(c, ".graphql_max_body_bytes");
+		lwarn(c, v,
+		      "ignored on a websocket endpoint: a GraphQL message is capped as every "
+		      "WebSocket text message is");
+		kp_pop(c, old);
+	}
+}
+
 void check_graphql_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
 {
 	static const char *const keys[] = { "persisted_queries", "graphql_persisted_queries",
 					    "graphql_max_body_bytes" };
 	size_t old = c->plen;
-	if (ep->protocol != POLICY_PROTO_GRAPHQL) {
+	if (ep->protocol == POLICY_PROTO_WEBSOCKET) {
+		check_graphql_ws(c, n, ep);
+	} else if (ep->protocol != POLICY_PROTO_GRAPHQL) {
 		for (size_t i = 0; i < 3; i++) {
 			const struct ynode *v = ynode_map_get(n, keys[i]);
 			if (!v)
@@ -199,14 +230,25 @@ void check_graphql_endpoint(struct lctx *c, const struct ynode *n, struct policy
 			kp_push(c, ".%s", keys[i]);
 			lwarn(c, v,
 			      "GraphQL-specific endpoint fields are ignored unless protocol is "
-			      "graphql");
+			      "graphql or websocket");
 			kp_pop(c, old);
 		}
 		return;
 	}
+	const struct ynode *reg;
+	if ((reg = ynode_map_get(n, "graphql_persisted_queries")) &&
+	    !ep->graphql_allow_registered) {
+		kp_push(c, ".graphql_persisted_queries");
+		lwarn(c, reg,
+		      "unused: registered persisted queries are honoured only with "
+		      "persisted_queries: allow_registered");
+		kp_pop(c, old);
+	}
+	if (ep->protocol == POLICY_PROTO_WEBSOCKET)
+		return;
 	if (!ep->graphql_max_body_bytes)
 		ep->graphql_max_body_bytes = POLICY_GRAPHQL_MAX_BODY_DEFAULT;
-	const struct ynode *acc = ynode_map_get(n, "access"), *reg;
+	const struct ynode *acc = ynode_map_get(n, "access");
 	if (acc) {
 		kp_push(c, ".access");
 		lerr(c, acc, "access presets do not apply to protocol graphql; write rules");
@@ -215,14 +257,6 @@ void check_graphql_endpoint(struct lctx *c, const struct ynode *n, struct policy
 		kp_push(c, ".protocol");
 		lerr(c, ynode_map_get(n, "protocol"),
 		     "a graphql endpoint needs rules (operation_type, operation_name, fields)");
-		kp_pop(c, old);
-	}
-	if ((reg = ynode_map_get(n, "graphql_persisted_queries")) &&
-	    !ep->graphql_allow_registered) {
-		kp_push(c, ".graphql_persisted_queries");
-		lwarn(c, reg,
-		      "unused: registered persisted queries are honoured only with "
-		      "persisted_queries: allow_registered");
 		kp_pop(c, old);
 	}
 }

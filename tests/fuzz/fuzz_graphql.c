@@ -1,7 +1,8 @@
-/* fuzz_graphql.c - libFuzzer target for the GraphQL document parser and
- * the GraphQL-over-HTTP envelopes. The first input line (up to 64 bytes)
- * is the operationName, the rest the document; the whole input is also
- * read as a POST body and as a GET query string. Checks the answers'
+/* fuzz_graphql.c - libFuzzer target for the GraphQL document parser, the
+ * GraphQL-over-HTTP envelopes and the GraphQL-over-WebSocket messages. The
+ * first input line (up to 64 bytes) is the operationName, the rest the
+ * document; the whole input is also read as a POST body, as a GET query
+ * string and as a WebSocket text message. Checks the answers'
  * invariants (sorted distinct root fields within the cap, each a GraphQL
  * name; a message on every error) and aborts on any violation. */
 #include <errno.h>
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graphql_http.h"
+#include "graphql_ws.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -67,9 +68,29 @@ static void fuzz_http(const uint8_t *data, size_t size)
 	graphql_http_request_free(&r);
 }
 
+/* A message is refused, a control message (no operation), or exactly one
+ * operation (never a batch). */
+static void fuzz_ws(const uint8_t *data, size_t size)
+{
+	struct graphql_ws_message m;
+	os_error err = { 0 };
+	int rc = graphql_ws_classify((const char *)data, size, 1 << 20, &m, &err);
+	if (rc < 0 && (!err.msg[0] || m.req.ops))
+		abort();
+	if (rc == 0 && m.kind == GRAPHQL_WS_CONTROL && (m.req.ops || !m.type[0]))
+		abort();
+	if (rc == 0 && m.kind == GRAPHQL_WS_OPERATION) {
+		if (m.req.batch || m.req.n != 1)
+			abort();
+		check_http(&m.req, 0, &err);
+	}
+	graphql_ws_message_free(&m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fuzz_http(data, size);
+	fuzz_ws(data, size);
 	char name[65] = "";
 	const char *doc = (const char *)data;
 	const char *nl = memchr(data, '\n', size < 65 ? size : 65);

@@ -2,7 +2,8 @@
 in-process openshell/regex middleware replaces `sk-[A-Za-z0-9_-]{16,}` with
 `[REDACTED]` in the request bodies of the hosts its selector takes, after
 the L7 decision and before the request leaves (the upstream's log shows what
-arrived, with a Content-Length that fits). A body it cannot evaluate is
+arrived, with a Content-Length that fits; a chunked body is decoded whole
+and re-framed when changed, as upstream). A body it cannot evaluate is
 refused under fail_closed (never reaching the upstream) and forwarded as is
 under fail_open; an L4 tunnel a fail_closed middleware selects is refused.
 Each has its control: other hosts, bodies without a match."""
@@ -86,13 +87,37 @@ def test_body_it_cannot_evaluate_fails_closed(proxy, upstream):
     assert json.loads(payload)["reason"] == "middleware_failed"
     status, _ = post(proxy, KEY, extra="Content-Encoding: gzip\r\n")
     assert status == 403
-    chunked = (f"POST http://upstream.test/mw HTTP/1.1\r\nHost: upstream.test\r\n"
-               f"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-               f"{len(KEY):x}\r\n{KEY}\r\n0\r\n\r\n").encode()
-    assert proxy.raw(chunked).startswith(b"HTTP/1.1 403")
+    status, _ = post_chunked(proxy, [b"x" * 65536] * 3)  # over the cap once decoded
+    assert status == 403
     assert arrived(upstream) == []
     rec = proxy.last_audit(event="middleware", decision="deny")
     assert rec and rec["reason"] == "middleware_failed"
+
+
+def post_chunked(proxy, chunks, host="upstream.test", trailer=""):
+    body = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n" + \
+        trailer.encode() + b"\r\n"
+    out = proxy.raw((f"POST http://{host}/mw HTTP/1.1\r\nHost: {host}\r\n"
+                     f"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode() + body)
+    status = int(out.split(b" ", 2)[1]) if out.startswith(b"HTTP/1.1 ") else 0
+    return status, out
+
+
+def test_chunked_body_decoded_whole_and_key_split_across_chunks_redacted(proxy, upstream):
+    # positive control: no match, the chunked body goes on as it came
+    status, _ = post_chunked(proxy, [b"nothing ", b"secret"])
+    assert status == 200
+    [q] = arrived(upstream)
+    assert q["body"] == "nothing secret" and q["headers"].get("transfer-encoding") == "chunked"
+    upstream.clear()
+    # the key cut in three chunks (and a trailer): redacted, re-framed
+    text = f"k={KEY}&n=1".encode()
+    status, _ = post_chunked(proxy, [text[:5], text[5:12], text[12:]], trailer="X-T: 1\r\n")
+    assert status == 200
+    [q] = arrived(upstream)
+    assert q["body"] == "k=[REDACTED]&n=1"
+    assert q["headers"]["content-length"] == str(len("k=[REDACTED]&n=1"))
+    assert "transfer-encoding" not in q["headers"]
 
 
 def test_fail_open_forwards_what_it_cannot_evaluate(proxy, upstream):
@@ -104,6 +129,12 @@ def test_fail_open_forwards_what_it_cannot_evaluate(proxy, upstream):
     upstream.clear()
     status, _ = post(proxy, f"k={KEY}", host="creds.test")  # and still redacts text
     assert status == 200 and arrived(upstream)[0]["body"] == "k=[REDACTED]"
+    upstream.clear()
+    big = [b"x" * 65536] * 3 + [KEY.encode()]  # over the cap: streamed on unchanged
+    status, _ = post_chunked(proxy, big, host="creds.test")
+    assert status == 200
+    [q] = arrived(upstream)
+    assert q["body"].endswith(KEY) and len(q["body"]) == 3 * 65536 + len(KEY)
 
 
 def test_uninspected_tunnel_selected_by_fail_closed_middleware_refused(proxy, upstream):

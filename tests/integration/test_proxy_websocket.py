@@ -10,12 +10,11 @@ import zlib
 import pytest
 
 from tests.lib import build
-from tests.lib.proxy_util import Proxy, Upstream
 
 websockets = pytest.importorskip("websockets")  # python3-websockets (install-deps)
 from tests.integration import ws_agent  # noqa: E402 (needs websockets)
 from tests.integration.ws_util import (BINARY, CLOSE, CONT, PING, PONG, TEXT,  # noqa: E402
-                                       TLS_PORT, RawWs, WsServers, frame)
+                                       TLS_PORT, RawWs, frame, ws_module_fixtures)
 pytestmark = build.needs("openshell-proxy")
 
 POLICY = """
@@ -54,24 +53,7 @@ CREDS = {"providers": {"chatsvc": {"WS_TOKEN": "s3cr3t-ws-token"},
                        "other": {"OTHER_KEY": "other-secret"}}}
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    up = Upstream().start()
-    up.ws = WsServers(up)
-    yield up
-    up.stop()
-
-
-@pytest.fixture(scope="module")
-def proxy(upstream):
-    p = Proxy(upstream, POLICY, credentials=CREDS)
-    yield p
-    p.stop()
-
-
-@pytest.fixture(autouse=True)
-def clean_log(upstream):
-    upstream.ws.clear()
+upstream, proxy, clean_log = ws_module_fixtures(POLICY, credentials=CREDS)
 
 
 def tunnel(proxy, host="upstream.test"):

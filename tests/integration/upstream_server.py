@@ -13,11 +13,26 @@ import sys
 class Echo(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
+    def _chunked(self):
+        """A chunked body, decoded (its trailers read and dropped); one cut
+        short or malformed is recorded as far as it got."""
+        body = b""
+        try:
+            while (size := int(self.rfile.readline().split(b";")[0], 16)) > 0:
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        except ValueError:
+            return body
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        return body
+
     def _handle(self):
         length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            body = self._read_chunked()
+            body = self._chunked()
+        else:
+            body = self.rfile.read(length) if length else b""
         record = {
             "method": self.command,
             "path": self.path,
@@ -78,18 +93,6 @@ class Echo(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(out)
-
-    def _read_chunked(self):
-        """A chunked request body, decoded (trailers skipped)."""
-        out = b""
-        while True:
-            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-            if size == 0:
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                    pass
-                return out
-            out += self.rfile.read(size)
-            self.rfile.readline()
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _handle
 

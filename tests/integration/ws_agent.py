@@ -31,10 +31,12 @@ def tunnel(proxy_host, proxy_port, host, port):
     return s
 
 
-async def talk(sock, ctx, uri, sends, host=None):
+async def talk(sock, ctx, uri, sends, host=None, subprotocols=None):
     """Sends each message and waits for its answer: (answers, close code or
     None when the connection was not closed by the other side)."""
     kw = {"sock": sock, "server_hostname": host} if sock else {}
+    if subprotocols:
+        kw["subprotocols"] = subprotocols
     got = []
     async with websockets.connect(uri, ssl=ctx, **kw) as ws:
         try:

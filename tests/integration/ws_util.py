@@ -57,6 +57,33 @@ class WsServers:
         open(self.log, "w").close()
 
 
+def ws_module_fixtures(policy_text, credentials=None):
+    """The fixtures of a module testing one websocket policy: `upstream`
+    (with its WebSocket servers as .ws), `proxy` (module scope) and the
+    autouse `clean_log`. Use as `upstream, proxy, clean_log = ...`."""
+    import pytest
+    from tests.lib.proxy_util import Proxy, Upstream
+
+    @pytest.fixture(scope="module")
+    def upstream():
+        up = Upstream().start()
+        up.ws = WsServers(up)
+        yield up
+        up.stop()
+
+    @pytest.fixture(scope="module")
+    def proxy(upstream):
+        p = Proxy(upstream, policy_text, credentials=credentials)
+        yield p
+        p.stop()
+
+    @pytest.fixture(autouse=True)
+    def clean_log(upstream):
+        upstream.ws.clear()
+
+    return upstream, proxy, clean_log
+
+
 def frame(op, payload=b"", fin=True, mask=True, rsv=0, length=None):
     """One client frame; length overrides the declared payload length."""
     n = len(payload) if length is None else length

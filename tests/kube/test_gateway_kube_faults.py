@@ -91,6 +91,51 @@ def test_paused_apiserver_and_etcd_never_freeze_the_gateway(kube, ns, gateways):
     assert "kubernetes watch" in g.log_text()  # the outage was logged
 
 
+def test_reconcile_checks_wait_on_the_apiserver_off_the_loop(kube, ns, gateways):
+    """Dedicated sandboxes are checked at every resync (fence confirmed,
+    supervisor alive, ungate) and the namespace scanned for orphans: calls
+    that used to run on the loop one after another (a few seconds each while
+    the apiserver is away). With the apiserver and etcd paused across a
+    resync, /v1/health answers within a second throughout; afterwards the
+    checks resume (an orphan made during the outage is removed) and a stop
+    asked right after the outage is carried out."""
+    g = start_gateway(kube, ns, gateways)
+    ids = []
+    for i in range(SANDBOXES):
+        st, b = g.request("POST", "/v1/sandboxes", {"name": f"d{i}"})
+        assert st == 201, b
+        ids.append(b["id"])
+    poll(lambda: all("workload" in pods_of(kube, ns, sid) for sid in ids), 30,
+         "every workload Pod (gated: no kubelet here)")
+    pids = pids_of_testenv(kube)
+    for name in ("etcd", "kube-apiserver"):
+        os.kill(pids[name], signal.SIGSTOP)
+    try:
+        # K8S_RESYNC_MS is 30 s: at least one resync, with its fence checks
+        # and orphan scan, falls inside the outage.
+        assert keep_checking_health(g, 36) > 60
+    finally:
+        for name in ("kube-apiserver", "etcd"):
+            os.kill(pids[name], signal.SIGCONT)
+    poll(lambda: apiserver_state(g) == "ok", 90, "apiserver ok again")
+    # The checks go on: a Secret labelled as a sandbox nobody knows is an
+    # orphan, removed by the next resync's scan.
+    orphan = f"orphan-{uid()}"
+    kube.client.post(f"/api/v1/namespaces/{ns}/secrets", {
+        "metadata": {"name": orphan, "labels": {"app.kubernetes.io/managed-by": "openshell",
+                                               "openshell.ai/sandbox-id": orphan}}})
+    def orphan_gone():
+        names = [s["metadata"]["name"] for s in
+                 kube.client.list(f"/api/v1/namespaces/{ns}/secrets")["items"]]
+        return orphan not in names
+    poll(orphan_gone, 75, "the orphan removed by a resync's scan")
+    poll(lambda: "removed-orphan" in g.log_text(), 10, "the removal reported")
+    st, _ = g.request("POST", "/v1/sandboxes/d1/stop")
+    assert st == 202
+    poll(lambda: (v := g.sandbox("d1")) and v["phase"] == "Stopped", 60, "d1 stopped")
+    assert "workload" not in pods_of(kube, ns, ids[1])
+
+
 def throttle(kube, ns, sa):
     """One seat, Reject, for ServiceAccount sa: the gateway's identity."""
     name = f"os-faults-{uid()}"

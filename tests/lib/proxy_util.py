@@ -17,6 +17,8 @@ UPSTREAM_SERVER = os.path.join(build.TESTS, "integration", "upstream_server.py")
 PROXY_BIN = build.binary("openshell-proxy")
 UPSTREAM_IP = "198.51.100.10"
 HOST_IP = "198.51.100.1"
+UPSTREAM_NAMES = ("upstream.test", "other.test", "creds.test", "api.test", "plain.test",
+                  "lenient.test", "gql.test", "gql-audit.test")
 
 
 def run(*cmd, check=True):
@@ -32,7 +34,8 @@ def make_ca(d):
     ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
          "-keyout", f"{d}/srv.key", "-out", f"{d}/srv.csr", "-subj", "/CN=upstream.test")
     with open(f"{d}/ext", "w") as f:
-        f.write("subjectAltName=DNS:upstream.test,DNS:other.test,DNS:creds.test,DNS:api.test\n")
+        # the names every test module may use for the upstream (the hosts file below)
+        f.write("subjectAltName=" + ",".join("DNS:" + n for n in UPSTREAM_NAMES) + "\n")
     ossl("x509", "-req", "-in", f"{d}/srv.csr", "-CA", f"{d}/ca.pem", "-CAkey", f"{d}/ca.key",
          "-CAcreateserial", "-out", f"{d}/srv.pem", "-days", "2", "-extfile", f"{d}/ext")
 
@@ -67,7 +70,7 @@ class Upstream:
             assert p.stdout.readline().strip() == "ready"
             self.procs.append(p)
         with open(os.path.join(self.dir, "hosts"), "w") as f:
-            f.write(f"{UPSTREAM_IP} upstream.test other.test creds.test api.test\n")
+            f.write(f"{UPSTREAM_IP} {' '.join(UPSTREAM_NAMES)}\n")
             f.write("127.0.0.1 loop.test\n::1 loop6.test\n169.254.169.254 meta.test\n")
         return self
 

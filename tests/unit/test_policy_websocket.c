@@ -2,6 +2,8 @@
  * takes upstream's form (REST rules, the upgrade as GET, text messages as
  * method WEBSOCKET_TEXT on the upgrade's path and query) and refuses an
  * endpoint that would judge nothing; decisions for both kinds of request.
+ * GraphQL rules beside them make the endpoint judge GraphQL over WebSocket
+ * (upstream's websocket_graphql_policy): they never allow a REST request.
  * Each refusal sits beside the positive control that shares its setup. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +32,14 @@ static const char policy_text[] =
 	"          - { method: WEBSOCKET_TEXT, path: /chat/admin }\n"
 	"      - { host: ro.example.com, port: 443, protocol: websocket, access: read-only }\n"
 	"      - { host: full.example.com, port: 443, protocol: websocket, access: full }\n"
+	"      - host: gql.example.com\n"
+	"        port: 443\n"
+	"        protocol: websocket\n"
+	"        rules:\n"
+	"          - allow: { method: GET, path: /graphql }\n"
+	"          - allow: { operation_type: subscription, fields: [messageAdded] }\n"
+	"        deny_rules:\n"
+	"          - { operation_type: query, fields: [admin*] }\n"
 	"    binaries: [{ path: /usr/bin/agent }]\n";
 
 static const char *const agent[] = { "/usr/bin/agent" };
@@ -85,6 +95,37 @@ static void access_presets_as_upstream_defines_them(void **state)
 	JUDGED("full.example.com", m, "/x", POLICY_ALLOW, "allowed");
 }
 
+static struct policy_decision graphql(void **state, const char *type, const char *field)
+{
+	struct policy_decision l4, d;
+	policy_decide_connect(*state, "gql.example.com", 443, agent, 1, &l4);
+	assert_true(l4.endpoint->graphql_ws);
+	const char *fields[] = { field };
+	struct policy_graphql_request q = { .type = type, .fields = fields, .n_fields = 1 };
+	policy_decide_graphql(*state, l4.endpoint, &q, &d);
+	return d;
+}
+
+static void graphql_rules_judge_messages_never_rest_requests(void **state)
+{
+	const char *m = POLICY_WEBSOCKET_TEXT_METHOD;
+	JUDGED("gql.example.com", "GET", "/graphql", POLICY_ALLOW, "allowed");
+	/* a GraphQL rule has no method or path: it allows no REST request */
+	JUDGED("gql.example.com", m, "/graphql", POLICY_DENY, "no_matching_rule");
+	JUDGED("gql.example.com", "POST", "/graphql", POLICY_DENY, "no_matching_rule");
+	struct policy_decision d = graphql(state, "subscription", "messageAdded");
+	assert_int_equal(d.verdict, POLICY_ALLOW);
+	d = graphql(state, "query", "adminLog");
+	assert_int_equal(d.verdict, POLICY_DENY);
+	assert_string_equal(policy_reason_name(d.reason), "deny_rule");
+	d = graphql(state, "subscription", "other");
+	assert_string_equal(policy_reason_name(d.reason), "no_matching_rule");
+	/* a websocket endpoint without GraphQL rules judges text as text */
+	struct policy_decision l4;
+	policy_decide_connect(*state, "ws.example.com", 443, agent, 1, &l4);
+	assert_false(l4.endpoint->graphql_ws);
+}
+
 static void loader_refuses_what_would_judge_nothing(void **state)
 {
 	static const char *const bad[][2] = {
@@ -97,6 +138,14 @@ static void loader_refuses_what_would_judge_nothing(void **state)
 		  " rules: [{ allow: { method: \"WEBSOCKET TEXT\", path: / } }] }\n",
 		  "network_policies.p.endpoints[0].rules[0].allow.method: expected an HTTP "
 		  "method" },
+		/* one rule is either REST or GraphQL, never both at once */
+		{ "      - { host: a.example.com, port: 443, protocol: websocket,"
+		  " rules: [{ allow: { method: GET, path: /, operation_type: query } }] }\n",
+		  "network_policies.p.endpoints[0].rules[0].allow.method: graphql rules match "
+		  "operation_type" },
+		{ "      - { host: a.example.com, port: 443, protocol: websocket,"
+		  " rules: [{ allow: { fields: [viewer] } }] }\n",
+		  "operation_type must be query, mutation, or subscription" },
 	};
 	char text[1024];
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -130,6 +179,7 @@ int main(void)
 		cmocka_unit_test(upgrade_is_judged_as_rest),
 		cmocka_unit_test(text_messages_are_judged_on_the_upgrade_target),
 		cmocka_unit_test(access_presets_as_upstream_defines_them),
+		cmocka_unit_test(graphql_rules_judge_messages_never_rest_requests),
 		cmocka_unit_test(loader_refuses_what_would_judge_nothing),
 	};
 	return cmocka_run_group_tests(tests, setup, policy_fixture_teardown);

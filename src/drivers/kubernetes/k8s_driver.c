@@ -416,13 +416,11 @@ static int k8s_stop(struct driver *d, json_t *record, os_error *err)
 	return k->async ? k8s_async_step(k, "stop", record, err) : k8s_stop_now(k, record, err);
 }
 
-/* Recreates both Pods with the placement recorded at creation. */
-static int k8s_start(struct driver *d, json_t *record, os_error *err)
+/* Recreates both Pods with the placement recorded at creation; on failure
+ * the Pods it made are removed again and the record says why. */
+int k8s_start_now(struct k8s_driver *k, json_t *record, os_error *err)
 {
-	struct k8s_driver *k = K(d);
 	bool ours = false;
-	if (busy(k, record, err) < 0)
-		return -1;
 	if (provision(k, record, false, &ours, err) == 0)
 		return 0;
 	os_error rb = { 0 };
@@ -432,6 +430,16 @@ static int k8s_start(struct driver *d, json_t *record, os_error *err)
 		snprintf(msg + strlen(msg), sizeof msg - strlen(msg), " (rollback: %s)", rb.msg);
 	k8s_record_phase(record, "Failed", msg);
 	return -1;
+}
+
+/* Hosted, a start waits for its Pods on the worker like a create: the
+ * loop (and every other sandbox's session) never waits on its calls. */
+static int k8s_start(struct driver *d, json_t *record, os_error *err)
+{
+	struct k8s_driver *k = K(d);
+	if (busy(k, record, err) < 0)
+		return -1;
+	return k->async ? k8s_async_start_pods(k, record, err) : k8s_start_now(k, record, err);
 }
 
 int k8s_delete_now(struct k8s_driver *k, json_t *record, os_error *err)

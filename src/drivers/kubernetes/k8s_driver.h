@@ -34,27 +34,41 @@ struct k8s_driver {
 	json_t *tokens; /* id -> sandbox token, from configure until the Secret holds it */
 	struct k8s_host *host; /* watch thread, class checks (k8s_host.c); NULL: none */
 	bool orphan_scan_due; /* the next reconcile lists every kind for orphans */
-	struct k8s_async *async; /* creates off the loop (k8s_async.c); NULL: inline */
+	struct k8s_async *async; /* API calls off the loop (k8s_async.c); NULL: inline */
 };
 
 /* The whole ordered create with its rollback, on k->client (k8s_driver.c). */
 int k8s_create_now(struct k8s_driver *k, json_t *record, os_error *err);
+int k8s_start_now(struct k8s_driver *k, json_t *record, os_error *err);
 int k8s_stop_now(struct k8s_driver *k, json_t *record, os_error *err);
 int k8s_delete_now(struct k8s_driver *k, json_t *record, os_error *err);
 
-/* k8s_async.c: the create worker. start takes client (also on failure). */
-int k8s_async_start(struct k8s_driver *k, struct k8s_client *client, int efd, os_error *err);
+/* k8s_async.c: the workers (a lifecycle lane and a reconcile lane, each
+ * with its own client). start takes both clients (also on failure). */
+int k8s_async_start(struct k8s_driver *k, struct k8s_client *const clients[2], int efd,
+		    os_error *err);
 /* Queues record's create; record says "creating its objects". */
 int k8s_async_create(struct k8s_driver *k, json_t *record, os_error *err);
-/* True while id's create is queued or running (or its result not folded). */
+/* Queues a start (Pods recreated on the worker), folded like a create. */
+int k8s_async_start_pods(struct k8s_driver *k, json_t *record, os_error *err);
+/* True while a job for id is queued or running (or its result not folded). */
 bool k8s_async_busy(struct k8s_driver *k, const char *id);
 /* Stop or delete (op "stop" / "delete") off the loop: queues it and
  * returns EAGAIN; a later call returns its outcome (0, or its error). */
 int k8s_async_step(struct k8s_driver *k, const char *op, json_t *record, os_error *err);
-/* Folds id's finished create into record (phase, message, conditions);
- * true when there was one. */
-bool k8s_async_fold(struct k8s_driver *k, json_t *record);
-/* Stops the worker; false when it did not stop in time. */
+/* Folds id's finished create, start or reconcile check into record (phase,
+ * message, conditions) and its report entries onto rep; true when there
+ * was one; a failed check's error in err. */
+bool k8s_async_fold(struct k8s_driver *k, json_t *record, json_t *rep, os_error *err);
+/* Queues a check of a dedicated sandbox (k8s_reconcile_dedicated). */
+int k8s_async_reconcile(struct k8s_driver *k, json_t *record, os_error *err);
+/* Folds a finished orphan scan (queueing the removal of each id still
+ * unknown and idle) and, when scan, queues the next one. */
+int k8s_async_orphans(struct k8s_driver *k, json_t *const *records, size_t n, bool scan,
+		      os_error *err);
+/* Report entries of finished orphan removals onto rep. */
+void k8s_async_orphans_removed(struct k8s_driver *k, json_t *rep);
+/* Stops the workers; false when one did not stop in time. */
 bool k8s_async_free(struct k8s_driver *k);
 
 /* The key under which a snapshot Pod carries its Events (k8s_host.c). */
@@ -113,6 +127,13 @@ json_t *k8s_health(struct driver *d);
 bool k8s_host_free(struct k8s_driver *k);
 
 int k8s_status(struct driver *d, json_t *record, json_t **status, os_error *err);
+/* One dedicated sandbox's check (fence, supervisor alive, ungate) with
+ * its repairs; findings onto rep. */
+int k8s_reconcile_dedicated(struct k8s_driver *k, json_t *record, json_t *rep, os_error *err);
+/* Ids owning managed objects that known (an array of ids) lacks, as
+ * {"id": ID} onto found; and the removal of one such id's objects. */
+int k8s_collect_orphans(struct k8s_driver *k, const json_t *known, json_t *found, os_error *err);
+int k8s_remove_orphan(struct k8s_driver *k, const char *id, json_t *rep, os_error *err);
 int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **report,
 		  os_error *err);
 

@@ -8,10 +8,12 @@
  *
  * Threading: libcurl calls block, so every read the lifecycle makes all
  * the time (status of every sandbox, reconcile's Pods, class checks) is
- * answered from the thread's snapshot, on its own client. What the loop
- * still calls (create, stop, delete, a policy update) has a tight budget
- * (K8S_CALL_BUDGET_MS for all retries of a call) and fails clearly; an
- * apiserver that does not answer shows as "apiserver": "degraded". */
+ * answered from the thread's snapshot, on its own client; creates, starts,
+ * stops, deletes, reconcile's checks and the orphan scan run on the
+ * workers (k8s_async.c). What the loop still calls (a policy update's
+ * Secret patch, the first reconcile before the workers run) has a tight
+ * budget (K8S_CALL_BUDGET_MS for all retries of a call) and fails clearly;
+ * an apiserver that does not answer shows as "apiserver": "degraded". */
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
@@ -34,8 +36,7 @@
 #define K8S_CALL_BUDGET_MS 4000 /* all attempts of one call from the loop */
 #define K8S_RETRY_WAIT_MS 500 /* the loop waits at most this between attempts */
 #define K8S_THREAD_TIMEOUT_MS 10000 /* one call of the watch thread */
-/* stop and delete still wait on the loop for Pods to be gone (not yet
- * asynchronous): at most this long per call. */
+/* stop and delete wait (on the lifecycle worker) this long for Pods to be gone. */
 #define K8S_DELETE_WAIT_MS 10000
 #define K8S_CONNECT_TIMEOUT_MS 3000
 #define K8S_WATCH_S 3 /* one watch; also bounds how long shutdown waits */
@@ -286,10 +287,15 @@ int k8s_host_start(struct driver *d, os_error *err)
 		return os_error_errno(err, "kubernetes: starting the watch thread");
 	}
 	h->thread_started = true;
-	/* Creates run on their own worker and client from now on. */
-	struct k8s_client *wc = connect_client(false, err);
-	if (!wc)
-		return os_error_prefix(err, "kubernetes: the create worker's client");
+	/* Every call of the lifecycle and of reconcile runs on the workers,
+	 * each on its own client, from now on. */
+	struct k8s_client *wc[2] = { connect_client(false, err), NULL };
+	if (wc[0])
+		wc[1] = connect_client(false, err);
+	if (!wc[1]) {
+		k8s_client_free(wc[0]);
+		return os_error_prefix(err, "kubernetes: a worker's client");
+	}
 	return k8s_async_start(k, wc, h->efd, err);
 }
 

@@ -272,8 +272,10 @@ static const char *sandbox_refused(const json_t *events)
 	return NULL;
 }
 
-/* One known dedicated sandbox: fail closed, or move provisioning on. */
-static int reconcile_one(struct k8s_driver *k, json_t *record, json_t *rep, os_error *err)
+/* One known dedicated sandbox: fail closed, or move provisioning on. Its
+ * calls (fence, events, deletes, ungate) run on the reconcile worker when
+ * hosted (k8s_async.c). */
+int k8s_reconcile_dedicated(struct k8s_driver *k, json_t *record, json_t *rep, os_error *err)
 {
 	const char *id = json_string_value(json_object_get(record, "id"));
 	_cleanup_json_ json_t *pods = NULL;
@@ -343,20 +345,21 @@ static int reconcile_combined(struct k8s_driver *k, json_t *record, json_t *rep,
 	return 0;
 }
 
-static bool known(json_t *const *records, size_t n, const char *id)
+static bool known_id(const json_t *known, const char *id)
 {
-	for (size_t i = 0; i < n; i++) {
-		const char *r = json_string_value(json_object_get(records[i], "id"));
-		if (r && strcmp(r, id) == 0)
+	size_t i;
+	json_t *v;
+	json_array_foreach (known, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), id) == 0)
 			return true;
-	}
 	return false;
 }
 
-/* Sandbox ids that own objects here but that no record knows. */
-static int collect_orphans(struct k8s_driver *k, json_t *const *records, size_t n, json_t *ids,
-			   os_error *err)
+int k8s_collect_orphans(struct k8s_driver *k, const json_t *known, json_t *found, os_error *err)
 {
+	_cleanup_json_ json_t *ids = json_object();
+	if (!ids)
+		return os_error_set(err, ENOMEM, "orphan scan: out of memory");
 	for (size_t kind = 0; kind < k8s_kinds_len; kind++) {
 		_cleanup_json_ json_t *items = NULL;
 		size_t i;
@@ -366,55 +369,121 @@ static int collect_orphans(struct k8s_driver *k, json_t *const *records, size_t 
 			return -1;
 		json_array_foreach (items, i, o) {
 			const char *id = label(o, K8S_L_ID);
-			if (id && !known(records, n, id))
+			if (id && !known_id(known, id) && !json_object_get(ids, id)) {
 				json_object_set_new(ids, id, json_true());
+				json_array_append_new(found, json_pack("{s:s}", "id", id));
+			}
 		}
 	}
 	return 0;
 }
 
-int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **out, os_error *err)
+int k8s_remove_orphan(struct k8s_driver *k, const char *id, json_t *rep, os_error *err)
 {
-	struct k8s_driver *k = (struct k8s_driver *)d;
-	_cleanup_json_ json_t *rep = json_array(), *orphans = json_object();
-	const char *id;
-	json_t *v;
-	if (!rep || !orphans)
-		return os_error_set(err, ENOMEM, "reconcile: out of memory");
-	/* Orphans are looked for at start and at each resync, not at every Pod
-	 * change: five list calls that would otherwise run per change. */
+	if (k8s_remove_all(k, id, err) < 0)
+		return os_error_prefix(err, "removing orphan %s", id);
+	report(rep, id, "removed-orphan", "no sandbox record");
+	return 0;
+}
+
+/* The record's topology, or NULL when there is nothing to check (no
+ * placement yet, stopped, deleted). */
+static const char *topology_to_check(const json_t *record)
+{
+	const char *phase = json_string_value(json_object_get(record, "phase"));
+	const char *topo = json_string_value(
+		json_object_get(json_object_get(record, "placement"), "topology"));
+	if (!topo || (phase && (strcmp(phase, "Stopped") == 0 || strcmp(phase, "Deleted") == 0)))
+		return NULL;
+	return topo;
+}
+
+/* Without a host (tools, tests, the gateway's first pass before its
+ * workers run): every call here, in order. */
+static int reconcile_inline(struct k8s_driver *k, json_t *const *records, size_t n, json_t *rep,
+			    os_error *err)
+{
 	if (!k->host || k->orphan_scan_due) {
-		if (collect_orphans(k, records, n, orphans, err) < 0)
+		_cleanup_json_ json_t *known = json_array(), *found = json_array();
+		for (size_t i = 0; known && i < n; i++)
+			json_array_append(known, json_object_get(records[i], "id"));
+		if (!known || !found)
+			return os_error_set(err, ENOMEM, "reconcile: out of memory");
+		if (k8s_collect_orphans(k, known, found, err) < 0)
 			return os_error_prefix(err, "reconcile");
 		k->orphan_scan_due = false;
-	}
-	json_object_foreach (orphans, id, v) {
-		if (k8s_remove_all(k, id, err) < 0)
-			return os_error_prefix(err, "reconcile: removing orphan %s", id);
-		report(rep, id, "removed-orphan", "no sandbox record");
+		size_t i;
+		json_t *e;
+		json_array_foreach (found, i, e)
+			if (k8s_remove_orphan(k, json_string_value(json_object_get(e, "id")), rep,
+					      err) < 0)
+				return os_error_prefix(err, "reconcile");
 	}
 	for (size_t i = 0; i < n; i++) {
-		const char *rid = json_string_value(json_object_get(records[i], "id"));
-		/* A finished create's outcome lands here, on the loop; a running
-		 * one is left alone. */
-		if (k8s_async_fold(k, records[i]) || k8s_async_busy(k, rid))
-			continue;
-		const char *phase = json_string_value(json_object_get(records[i], "phase"));
-		const char *topo = json_string_value(
-			json_object_get(json_object_get(records[i], "placement"), "topology"));
-		if (!topo ||
-		    (phase && (strcmp(phase, "Stopped") == 0 || strcmp(phase, "Deleted") == 0)))
+		const char *topo = topology_to_check(records[i]);
+		if (!topo)
 			continue;
 		if (strcmp(topo, "combined") == 0
 			    ? reconcile_combined(k, records[i], rep, err) < 0
 			    : strcmp(topo, "dedicated-supervisor") == 0 &&
-				      reconcile_one(k, records[i], rep, err) < 0)
+				      k8s_reconcile_dedicated(k, records[i], rep, err) < 0)
 			return os_error_prefix(
 				err, "reconcile %s",
 				json_string_value(json_object_get(records[i], "id")));
 	}
-	*out = steal_ptr(rep);
 	return 0;
+}
+
+/* Hosted: nothing here waits on the apiserver. Finished jobs are folded
+ * (a create's, a start's, a check's), and a dedicated sandbox with no job
+ * under way gets its next check queued; the combined topology reads only
+ * the watch's snapshot. A failed check is reported, the others go on. */
+static int reconcile_hosted(struct k8s_driver *k, json_t *const *records, size_t n, json_t *rep,
+			    os_error *err)
+{
+	if (k8s_async_orphans(k, records, n, k->orphan_scan_due, err) < 0)
+		return os_error_prefix(err, "reconcile");
+	k->orphan_scan_due = false;
+	k8s_async_orphans_removed(k, rep);
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *rid = json_string_value(json_object_get(records[i], "id"));
+		os_error why = { 0 };
+		if (k8s_async_fold(k, records[i], rep, &why) && why.msg[0]) {
+			rc = -1;
+			*err = why;
+		}
+		if (!rid || k8s_async_busy(k, rid))
+			continue;
+		const char *phase = json_string_value(json_object_get(records[i], "phase"));
+		const char *topo = topology_to_check(records[i]);
+		if (!topo)
+			continue;
+		/* Only a sandbox being provisioned (ungate) or running (fail
+		 * closed) is checked: an ended one stays free for its start. */
+		bool live = phase && (!strcmp(phase, "Provisioning") || !strcmp(phase, "Running"));
+		if (strcmp(topo, "combined") == 0) {
+			if (reconcile_combined(k, records[i], rep, &why) < 0) {
+				rc = -1;
+				*err = why;
+			}
+		} else if (live && strcmp(topo, "dedicated-supervisor") == 0 &&
+			   k8s_async_reconcile(k, records[i], err) < 0)
+			return -1;
+	}
+	return rc;
+}
+
+int k8s_reconcile(struct driver *d, json_t *const *records, size_t n, json_t **out, os_error *err)
+{
+	struct k8s_driver *k = (struct k8s_driver *)d;
+	_cleanup_json_ json_t *rep = json_array();
+	if (!rep)
+		return os_error_set(err, ENOMEM, "reconcile: out of memory");
+	int rc = k->async ? reconcile_hosted(k, records, n, rep, err)
+			  : reconcile_inline(k, records, n, rep, err);
+	*out = steal_ptr(rep);
+	return rc;
 }
 
 /* ---- waiting for changes ---- */

@@ -63,8 +63,7 @@ static enum rpc_step refuse_invalid(struct conn *c, const char *why, const char 
 	return RPC_ANSWERED;
 }
 
-/* "mutation M" / "query -" / "persisted KEY" for the audit record. */
-static void op_label(const struct graphql_http_op *o, char *out, size_t n)
+void proxy_graphql_op_label(const struct graphql_http_op *o, char *out, size_t n)
 {
 	if (o->persisted_only)
 		snprintf(out, n, "persisted %.80s", o->key);
@@ -73,7 +72,8 @@ static void op_label(const struct graphql_http_op *o, char *out, size_t n)
 			 o->op.name ? o->op.name : "-");
 }
 
-static void decide(struct conn *c, const struct graphql_http_op *o, struct policy_decision *d)
+void proxy_graphql_decide(struct conn *c, const struct graphql_http_op *o,
+			  struct policy_decision *d)
 {
 	struct policy_graphql_request q = {
 		.type = o->persisted_only ? NULL : graphql_op_type_name(o->op.type),
@@ -91,18 +91,18 @@ static bool judge_ops(struct conn *c, const struct graphql_http_request *r, cons
 	struct policy_decision d;
 	char label[128];
 	for (size_t i = 0; i < r->n; i++) {
-		decide(c, &r->ops[i], &d);
+		proxy_graphql_decide(c, &r->ops[i], &d);
 		if (d.verdict != POLICY_DENY)
 			continue;
 		const char *reason = policy_reason_name(d.reason);
-		op_label(&r->ops[i], label, sizeof label);
+		proxy_graphql_op_label(&r->ops[i], label, sizeof label);
 		audit_decision(c, "graphql", "deny", reason, label, path, d.detail);
 		reply_graphql(c, r, i, &d, reason, path);
 		return false;
 	}
 	for (size_t i = 0; i < r->n; i++) { /* all allowed: one record each */
-		decide(c, &r->ops[i], &d);
-		op_label(&r->ops[i], label, sizeof label);
+		proxy_graphql_decide(c, &r->ops[i], &d);
+		proxy_graphql_op_label(&r->ops[i], label, sizeof label);
 		audit_decision(c, "graphql", d.verdict == POLICY_AUDIT ? "audit" : "allow",
 			       policy_reason_name(d.reason), label, path, d.detail);
 	}

@@ -138,6 +138,7 @@ struct conn {
 	 * instead of the agent's (proxy_middleware.c). */
 	bool mw_replaced;
 	struct buf mw_body;
+	size_t mw_raw; /* the agent's body on the wire, framing included */
 	/* splice pipes: [0] agent->upstream, [1] upstream->agent */
 	int pipes[2][2];
 	size_t piped[2];
@@ -263,6 +264,28 @@ size_t mw_regex_redact(const char *in, size_t len, struct buf *out, os_error *er
 /* proxy_graphql.c: graphql endpoints (same steps as proxy_judge_rpc). */
 enum rpc_step proxy_judge_graphql(struct conn *c, const struct http_request *req,
 				  const char *method, const char *path, size_t consumed);
+/* One operation judged by the endpoint's graphql rules, and its audit
+ * label ("mutation M" / "query -" / "persisted KEY"). */
+struct graphql_http_op;
+void proxy_graphql_decide(struct conn *c, const struct graphql_http_op *o,
+			  struct policy_decision *d);
+void proxy_graphql_op_label(const struct graphql_http_op *o, char *out, size_t n);
+/* proxy_ws_graphql.c: a text message on a websocket endpoint whose rules
+ * are GraphQL: NULL when it goes on (audited), else the reason it closes
+ * the connection (1008), with detail. */
+const char *proxy_ws_graphql_judge(struct conn *c, const char *target, const char *logged,
+				   const char *text, size_t len, char *detail, size_t cap);
+
+/* proxy_middleware_ws.c: the network_middlewares chain on one WebSocket
+ * client text message. disabled: the connection's fail_open stages that
+ * failed once (bit per chain position), skipped from then on. */
+enum mw_ws_result { MW_WS_PASS, MW_WS_REPLACED, MW_WS_FAILED };
+enum mw_ws_result proxy_middleware_ws(struct conn *c, uint32_t *disabled, const char *logged,
+				      const char *text, size_t len, struct buf *out, char *detail,
+				      size_t cap);
+/* A binary message starts: each active stage records that it cannot see
+ * it (upstream's unsupported_message_type coverage). */
+void proxy_middleware_ws_binary(struct conn *c, uint32_t disabled, const char *logged);
 
 /* proxy_sse.c: MCP answers, judged before the agent sees them */
 enum mcp_answer { MCP_ANSWER_NONE, MCP_ANSWER_SSE, MCP_ANSWER_JSON };

@@ -298,7 +298,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		const struct http_header *h = &req->headers.v[i];
 		if ((is_hop_header(h->name) && !proxy_ws_hop_kept(c, h->name)) ||
 		    proxy_ws_header_dropped(c, h->name) ||
-		    (c->mw_replaced && str_ieq(h->name.p, h->name.len, "content-length", 14)))
+		    (c->mw_replaced && (str_ieq(h->name.p, h->name.len, "content-length", 14) ||
+					str_ieq(h->name.p, h->name.len, "transfer-encoding", 17))))
 			continue; /* a rewritten body has its own length (below) */
 		/* Toward a credential-bound endpoint, or an upstream that ever
 		 * received a secret, the answer must be readable to be scrubbed

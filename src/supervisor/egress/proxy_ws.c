@@ -39,6 +39,8 @@ struct ws_relay {
 	bool secret; /* msg holds a resolved credential: wiped once sent */
 	bool compressed; /* msg is permessage-deflate data */
 	struct buf plain; /* ...and its text, decompressed for the judgement */
+	uint32_t mw_disabled; /* fail_open middleware stages that failed once */
+	bool reframed; /* a middleware changed this message's text */
 	char offer[256]; /* the permessage-deflate offer passed on, or "" */
 	/* server -> client */
 	uint64_t srv_left; /* payload bytes of the server's current frame to relay */
@@ -257,9 +259,69 @@ static bool decompress(struct conn *c, struct ws_relay *w)
 	return false;
 }
 
+/* The policy's judgement of one text: GraphQL over WebSocket when the
+ * endpoint's rules are GraphQL, else method WEBSOCKET_TEXT on the
+ * upgrade's path. false: denied (the connection is closing). */
+static bool judge_text(struct conn *c, struct ws_relay *w, const struct buf *text)
+{
+	if (c->ep->graphql_ws) {
+		char detail[POLICY_DETAIL_MAX];
+		const char *why = proxy_ws_graphql_judge(c, w->target, w->logged, text->data,
+							 text->len, detail, sizeof detail);
+		if (why)
+			ws_fail(c, WS_CLOSE_POLICY, why, detail);
+		return !why;
+	}
+	struct policy_decision d;
+	policy_decide_request(c->gen, c->ep, POLICY_WEBSOCKET_TEXT_METHOD, w->target, NULL, 0, &d);
+	if (d.verdict == POLICY_DENY) {
+		ws_fail(c, WS_CLOSE_POLICY, policy_reason_name(d.reason), d.detail);
+		return false;
+	}
+	audit_decision(c, "websocket", d.verdict == POLICY_AUDIT ? "audit" : "allow",
+		       policy_reason_name(d.reason), POLICY_WEBSOCKET_TEXT_METHOD, w->logged, NULL);
+	return true;
+}
+
+/* network_middlewares on the judged text (OpenShell: after the policy,
+ * before credentials). A replaced text is judged again, as upstream does,
+ * then takes the message's place: plain for a compressed message (made
+ * msg again by recompress), msg otherwise. false: the connection closes. */
+static bool run_middlewares(struct conn *c, struct ws_relay *w, struct buf **text)
+{
+	struct buf out;
+	char detail[POLICY_DETAIL_MAX];
+	buf_init(&out, WS_TEXT_MAX);
+	enum mw_ws_result r = proxy_middleware_ws(c, &w->mw_disabled, w->logged, (*text)->data,
+						  (*text)->len, &out, detail, sizeof detail);
+	if (r == MW_WS_FAILED)
+		ws_fail(c, WS_CLOSE_POLICY, "middleware_failed", detail);
+	if (r != MW_WS_REPLACED || !judge_text(c, w, &out)) {
+		wipe(&out);
+		return r != MW_WS_FAILED && !w->close_code;
+	}
+	wipe(*text);
+	**text = out; /* taken */
+	w->reframed = true;
+	return true;
+}
+
+/* A compressed message whose text changed: compressed again into msg. */
+static bool recompress(struct conn *c, struct ws_relay *w)
+{
+	os_error err = { 0 };
+	wipe(&w->msg);
+	buf_init(&w->msg, WS_TEXT_MAX + 4096); /* deflate may grow incompressible text */
+	if (ws_deflate(w->plain.data, w->plain.len, &w->msg, &err) == 0)
+		return true;
+	ws_fail(c, WS_CLOSE_TOO_BIG, "websocket_too_big", err.msg);
+	return false;
+}
+
 /* A whole text message (decompressed when it came compressed): valid UTF-8,
- * judged, its placeholders resolved where the endpoint says, and queued as
- * one frame (a compressed one as it came). */
+ * judged, passed through the middlewares, its placeholders resolved where
+ * the endpoint says, and queued as one frame (a compressed one as it came,
+ * or compressed again when a middleware changed it). */
 static void judge_message(struct conn *c, struct ws_relay *w)
 {
 	if (w->compressed && !decompress(c, w))
@@ -270,16 +332,13 @@ static void judge_message(struct conn *c, struct ws_relay *w)
 			"websocket text message is not valid UTF-8");
 		return;
 	}
-	struct policy_decision d;
-	policy_decide_request(c->gen, c->ep, POLICY_WEBSOCKET_TEXT_METHOD, w->target, NULL, 0, &d);
-	if (d.verdict == POLICY_DENY) {
-		ws_fail(c, WS_CLOSE_POLICY, policy_reason_name(d.reason), d.detail);
+	w->reframed = false;
+	if (!judge_text(c, w, text) || !run_middlewares(c, w, &text))
 		return;
-	}
-	audit_decision(c, "websocket", d.verdict == POLICY_AUDIT ? "audit" : "allow",
-		       policy_reason_name(d.reason), POLICY_WEBSOCKET_TEXT_METHOD, w->logged, NULL);
 	if (c->ep->websocket_credential_rewrite &&
 	    proxy_ws_has_placeholder(text->data, text->len) && !resolve_placeholders(c, w, text))
+		return;
+	if (w->compressed && w->reframed && !recompress(c, w))
 		return;
 	buf_reset(&w->plain);
 	w->head_len = ws_put_head(w->head, WS_OP_TEXT, w->msg.len, w->msg_mask);
@@ -337,6 +396,23 @@ static int relay_control(struct conn *c, const struct ws_head *h)
 	return 1;
 }
 
+/* A binary message passes uninspected, as upstream relays it; the
+ * middlewares that cannot see it say so. Stricter than upstream on a
+ * GraphQL endpoint: GraphQL-over-WebSocket messages are text, and servers
+ * (graphql-ws's among them) read a binary message as its text, so a binary
+ * one would carry an operation past the rules: it closes the connection. */
+static bool binary_allowed(struct conn *c, struct ws_relay *w)
+{
+	if (c->ep->graphql_ws) {
+		ws_fail(c, WS_CLOSE_POLICY, "graphql_ws_binary",
+			"a binary message on a GraphQL WebSocket endpoint could carry an operation "
+			"the rules never see");
+		return false;
+	}
+	proxy_middleware_ws_binary(c, w->mw_disabled, w->logged);
+	return true;
+}
+
 /* The next client frame's head: checked, and either relayed whole (control)
  * or made the frame in progress. false: nothing to do yet, or failed. */
 static bool next_frame(struct conn *c, struct ws_relay *w)
@@ -369,6 +445,8 @@ static bool next_frame(struct conn *c, struct ws_relay *w)
 		memcpy(w->msg_mask, h.mask, 4);
 		w->compressed = w->in.compressed;
 	}
+	if (h.opcode == WS_OP_BINARY && !binary_allowed(c, w))
+		return false;
 	if (!text)
 		buf_append(&c->uout, c->cin.data, h.head_len, NULL);
 	buf_consume(&c->cin, h.head_len);

@@ -157,3 +157,29 @@ out:
 	inflateEnd(&z);
 	return rc;
 }
+
+int ws_deflate(const char *in, size_t len, struct buf *out, os_error *err)
+{
+	unsigned char chunk[16384];
+	z_stream z = { 0 };
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return os_error_set(err, ENOMEM, "permessage-deflate: no encoder");
+	z.next_in = (unsigned char *)in;
+	z.avail_in = (unsigned)len;
+	int rc = 0;
+	do { /* Z_SYNC_FLUSH ends the message on a byte boundary: 00 00 ff ff */
+		z.next_out = chunk;
+		z.avail_out = sizeof chunk;
+		if (deflate(&z, Z_SYNC_FLUSH) == Z_STREAM_ERROR ||
+		    buf_append(out, chunk, sizeof chunk - z.avail_out, err) < 0) {
+			rc = os_error_set(err, EMSGSIZE, "permessage-deflate: message too big");
+			break;
+		}
+	} while (z.avail_out == 0);
+	deflateEnd(&z);
+	if (rc == 0 && (out->len < 4 || memcmp(out->data + out->len - 4, "\0\0\xff\xff", 4)))
+		rc = os_error_set(err, EPROTO, "permessage-deflate: no flush marker");
+	if (rc == 0)
+		out->data[out->len -= 4] = '\0';
+	return rc;
+}

@@ -19,5 +19,8 @@ int ws_deflate_answer(const char *value, size_t len, char *out, size_t cap, os_e
 /* One message, decompressed with a fresh decoder into out (at most cap
  * bytes: EMSGSIZE beyond). */
 int ws_inflate(const struct buf *in, struct buf *out, size_t cap, os_error *err);
+/* in[0..len) compressed as one permessage-deflate message (a fresh
+ * encoder, the final 00 00 ff ff removed) into out. */
+int ws_deflate(const char *in, size_t len, struct buf *out, os_error *err);
 
 #endif
