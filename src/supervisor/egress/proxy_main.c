@@ -183,9 +183,23 @@ static void on_term(struct loop *l, struct loop_signal *s, const struct signalfd
 static int run(struct state *st, os_error *err)
 {
 	struct opts *o = &st->o;
-	struct loop *l;
-	if (loop_new(&l, err) < 0)
+	/* What can fail without holding anything comes first: a bad flag or
+	 * policy leaves nothing behind for a leak checker. */
+	struct resolver_config rc = { .dns_servers = o->dns, .hosts_file = o->hosts };
+	struct ip_addr gw;
+	if (o->host_gateway) {
+		if (resolver_host_gateway_parse(o->host_gateway, NULL, &gw, err) < 0)
+			return -1;
+		rc.host_gateway = &gw;
+	}
+	struct policy_gen *g = load_policy(o->policy, err);
+	if (!g)
 		return -1;
+	struct loop *l;
+	if (loop_new(&l, err) < 0) {
+		policy_unref(g);
+		return -1;
+	}
 	struct proxy_config cfg = { .sandbox_id = o->sandbox_id };
 	proxy_limits_default(&cfg.limits);
 	if (o->max_conns)
@@ -198,17 +212,7 @@ static int run(struct state *st, os_error *err)
 		cfg.limits.max_upstreams = o->max_upstreams;
 	if (o->memory_mb)
 		cfg.limits.memory_budget = (size_t)o->memory_mb << 20;
-	struct policy_gen *g = load_policy(o->policy, err);
-	if (!g)
-		return -1;
 	st->holder = policy_holder_new(g);
-	struct resolver_config rc = { .dns_servers = o->dns, .hosts_file = o->hosts };
-	struct ip_addr gw;
-	if (o->host_gateway) {
-		if (resolver_host_gateway_parse(o->host_gateway, NULL, &gw, err) < 0)
-			return -1;
-		rc.host_gateway = &gw;
-	}
 	if (audit_open(o->audit_log, o->sandbox_id, &st->audit, err) < 0 ||
 	    resolver_new(l, &rc, &cfg.resolver, err) < 0 ||
 	    (o->identity_pid > 0 &&
