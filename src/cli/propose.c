@@ -112,7 +112,8 @@ bool propose_still_denied(const struct policy_gen *g, const json_t *d)
 	policy_decide_connect(g, host, (uint16_t)port, chain, 1, &l4);
 	if (l4.verdict != POLICY_ALLOW || !method || !path)
 		return l4.verdict != POLICY_ALLOW;
-	policy_decide_request(g, l4.endpoint, method, path, NULL, 0, &l7);
+	policy_decide_routed_request(g, l4.endpoint, host, (uint16_t)port, chain, 1, method, path,
+				     NULL, 0, &l7);
 	return l7.verdict == POLICY_DENY;
 }
 
@@ -218,13 +219,24 @@ static int add_rule(json_t *networks, const json_t *r, os_error *err)
 {
 	const char *policy = get_s(r, "policy"), *host = get_s(r, "host");
 	json_int_t port = json_integer_value(json_object_get(r, "port"));
-	size_t i;
-	json_t *ep;
+	const char *path = get_s(r, "path");
+	size_t i, best_rank = 0;
+	json_t *ep, *best = NULL;
+	/* The endpoint that judged it: of those on host:port, the most specific
+	 * whose `path` matches (requests are routed so, policy_route.c). */
 	json_array_foreach (json_object_get(json_object_get(networks, policy), "endpoints"), i,
 			    ep) {
-		const char *h = get_s(ep, "host");
-		if (!h || strcasecmp(h, host) != 0 || !port_matches(ep, port))
+		const char *h = get_s(ep, "host"), *p = get_s(ep, "path");
+		if (!h || strcasecmp(h, host) != 0 || !port_matches(ep, port) ||
+		    !policy_endpoint_path_match(p, path ? path : ""))
 			continue;
+		size_t rank = policy_path_specificity(p);
+		if (!best || rank > best_rank) {
+			best = ep;
+			best_rank = rank;
+		}
+	}
+	if ((ep = best)) {
 		access_to_rules(ep);
 		json_t *rules = json_object_get(ep, "rules");
 		if (!rules)

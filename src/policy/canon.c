@@ -11,7 +11,12 @@
  *   parameters (Tomcat/Spring strip `;...` from each segment, so
  *   `/a/..;/admin` reaches /admin there while a proxy sees a segment `..;`).
  * - %2F and %5C are CANON_ENCODED_SLASH (a server may decode them into a
- *   separator the policy never saw); a raw '\\' is CANON_BAD_BYTE.
+ *   separator the policy never saw); a raw '\\' is CANON_BAD_BYTE. With
+ *   CANON_ALLOW_ENCODED_SLASH (OpenShell's allow_encoded_slash, for APIs
+ *   such as GitLab's `projects/group%2Fname`) %2F stays in the segment as
+ *   %2F, but a `.` or `..` between encoded slashes (`a%2F..%2Fb`) is still
+ *   refused: a server that decodes them would resolve it out of the path
+ *   the policy matched.
  * - `//` collapses; a trailing '/' is kept (`/a/` and `/a` may differ
  *   upstream), and a trailing `.` or `..` segment leaves one (RFC 3986 5.2.4).
  * - The query is not inspected here; the HTTP parser has already refused
@@ -49,21 +54,32 @@ static bool is_raw_pchar(unsigned char c)
 }
 
 /* Checks one byte value (decoded or raw) for the classes refused anywhere. */
-static enum canon_result refuse_byte(unsigned char v, bool encoded)
+static enum canon_result refuse_byte(unsigned char v, bool encoded, unsigned flags)
 {
 	if (v < 0x20 || v == 0x7f)
 		return CANON_CONTROL_BYTE;
 	if (v == ';')
 		return CANON_MATRIX_PARAM;
+	if (encoded && v == '/' && (flags & CANON_ALLOW_ENCODED_SLASH))
+		return CANON_OK;
 	if (encoded && (v == '/' || v == '\\'))
 		return CANON_ENCODED_SLASH;
 	return CANON_OK;
 }
 
+/* The bytes written since `from` are `.` or `..`. */
+static bool is_dot_part(const struct writer *w, size_t from)
+{
+	size_t n = w->len - from;
+	return (n == 1 || n == 2) && w->out[from] == '.' && (n == 1 || w->out[from + 1] == '.');
+}
+
 /* Appends the canonical bytes of seg[0..n) (no raw '/' inside) to w. */
-static enum canon_result put_segment(struct writer *w, const char *seg, size_t n)
+static enum canon_result put_segment(struct writer *w, const char *seg, size_t n, unsigned flags)
 {
 	static const char hex[] = "0123456789ABCDEF";
+	size_t part = w->len; /* start of the text since the last encoded slash */
+	bool split = false;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)seg[i];
 		bool encoded = c == '%';
@@ -77,9 +93,14 @@ static enum canon_result put_segment(struct writer *w, const char *seg, size_t n
 			c = (unsigned char)(hi << 4 | lo);
 			i += 2;
 		}
-		enum canon_result r = refuse_byte(c, encoded);
+		enum canon_result r = refuse_byte(c, encoded, flags);
 		if (r != CANON_OK)
 			return r;
+		if (c == '/') { /* encoded, and allowed */
+			if (is_dot_part(w, part))
+				return CANON_ENCODED_SLASH;
+			split = true;
+		}
 		bool ok;
 		if (is_unreserved(c))
 			ok = put(w, (char)c);
@@ -91,8 +112,10 @@ static enum canon_result put_segment(struct writer *w, const char *seg, size_t n
 			return CANON_BAD_BYTE;
 		if (!ok)
 			return CANON_TOO_LONG;
+		if (c == '/')
+			part = w->len;
 	}
-	return CANON_OK;
+	return split && is_dot_part(w, part) ? CANON_ENCODED_SLASH : CANON_OK;
 }
 
 /* Resolves the segment just written at w->out[start..]: drops empty and `.`
@@ -122,6 +145,12 @@ static enum canon_result resolve_segment(struct writer *w, size_t start, bool la
 enum canon_result canon_request_path(const char *target, size_t len, char *out, size_t cap,
 				     const char **query_out, size_t *query_len)
 {
+	return canon_request_path_opts(target, len, 0, out, cap, query_out, query_len);
+}
+
+enum canon_result canon_request_path_opts(const char *target, size_t len, unsigned flags, char *out,
+					  size_t cap, const char **query_out, size_t *query_len)
+{
 	const char *q = memchr(target, '?', len);
 	size_t plen = q ? (size_t)(q - target) : len;
 	if (query_out)
@@ -142,7 +171,7 @@ enum canon_result canon_request_path(const char *target, size_t len, char *out, 
 		size_t j = end ? (size_t)(end - target) : plen;
 		size_t start = w.len;
 		last = j == plen;
-		r = put(&w, '/') ? put_segment(&w, target + i, j - i) : CANON_TOO_LONG;
+		r = put(&w, '/') ? put_segment(&w, target + i, j - i, flags) : CANON_TOO_LONG;
 		if (r == CANON_OK)
 			r = resolve_segment(&w, start, last);
 		i = j;

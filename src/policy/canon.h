@@ -31,6 +31,13 @@ enum canon_result {
 enum canon_result canon_request_path(const char *target, size_t len, char *out, size_t cap,
 				     const char **query_out, size_t *query_len);
 
+/* The same with flags: CANON_ALLOW_ENCODED_SLASH keeps %2F encoded in its
+ * segment (OpenShell's allow_encoded_slash) instead of refusing it; a `.` or
+ * `..` between encoded slashes is still CANON_ENCODED_SLASH. */
+#define CANON_ALLOW_ENCODED_SLASH 1u
+enum canon_result canon_request_path_opts(const char *target, size_t len, unsigned flags, char *out,
+					  size_t cap, const char **query_out, size_t *query_len);
+
 /* Short stable name of a result, e.g. "escapes_root", for audit records. */
 const char *canon_result_name(enum canon_result r);
 

@@ -132,10 +132,13 @@ struct policy_endpoint {
 	struct cidr *allowed_ips; /* includes the host itself when it is an IP literal */
 	size_t n_allowed;
 	char *credential_provider; /* credential_binding.provider, or NULL */
-	char *path; /* endpoint path glob (L7 requests outside it are denied), or NULL */
+	/* Endpoint path glob, or NULL (every path): chooses the endpoint that
+	 * judges each request among those sharing a host:port (policy_route.c). */
+	char *path;
+	/* %2F stays encoded in the canonical path instead of being refused. */
+	bool allow_encoded_slash;
 	/* Accepted from upstream, not enforced yet (the loader warns); each only
 	 * ever makes this sandbox do less than upstream, never protect less. */
-	bool allow_encoded_slash;
 	bool allow_uninspected_credentials;
 	/* Placeholders in text request bodies are resolved (proxy_body_creds.c). */
 	bool request_body_credential_rewrite;
@@ -328,6 +331,37 @@ bool policy_restricts_binaries(const struct policy_gen *g);
 void policy_decide_request(const struct policy_gen *g, const struct policy_endpoint *ep,
 			   const char *method, const char *raw_target, char *canon,
 			   size_t canon_cap, struct policy_decision *out);
+
+/* Per-request routing (OpenShell's route selection, policy_route.c): the
+ * endpoint that judges a request for canonical path on a connection that
+ * `admitted` (policy_decide_connect's endpoint) opened to host:port, among
+ * the endpoints carrying settings that admit the same caller (chain[0..n);
+ * n == 0: any caller, the endpoint-only mode): the one whose `path` matches,
+ * most specific first (policy_path_specificity), policy order among equals.
+ * NULL when no path matches (OpenShell: "no L7 endpoint path matched
+ * request"); `admitted` itself when it is a plain L4 endpoint. */
+const struct policy_endpoint *policy_route_request(const struct policy_gen *g,
+						   const struct policy_endpoint *admitted,
+						   const char *host, uint16_t port,
+						   const char *const *chain, size_t n,
+						   const char *path);
+/* Whether any of those endpoints needs TLS terminated (inspected protocol or
+ * credential binding, without tls: skip): then the tunnel is inspected. */
+bool policy_route_needs_tls(const struct policy_gen *g, const struct policy_endpoint *admitted,
+			    const char *host, uint16_t port, const char *const *chain, size_t n);
+/* policy_route_request, then policy_decide_request on the endpoint chosen
+ * (out->endpoint; NULL, denied with rule "path", when no path matches).
+ * What every caller judging a request on an admitted connection uses. */
+void policy_decide_routed_request(const struct policy_gen *g,
+				  const struct policy_endpoint *admitted, const char *host,
+				  uint16_t port, const char *const *chain, size_t n,
+				  const char *method, const char *raw_target, char *canon,
+				  size_t canon_cap, struct policy_decision *out);
+/* OpenShell's reading of an endpoint `path` (NULL: every path) against a
+ * canonical request path (policy_route.c). */
+bool policy_endpoint_path_match(const char *pattern, const char *path);
+/* The bytes of an endpoint path that are not `*` (0 for none). */
+size_t policy_path_specificity(const char *pattern);
 
 /* json-rpc / mcp: one call (request or notification) of a POSTed payload,
  * on an endpoint whose HTTP request policy_decide_request allowed. tool is

@@ -7,14 +7,11 @@
 #include "hostglob.h"
 #include "policy_gen_int.h"
 
-typedef bool (*visit_fn)(const struct policy_endpoint *ep, void *ctx);
-
 /* Calls fn for every endpoint whose host pattern matches host (normalised):
  * the exact entry, `*.` of the direct parent, `**.` of every ancestor domain
  * (O(labels)), then the few that need a scan (other globs, hostless).
  * Stops early when fn returns false. */
-static void for_each_host_match(const struct policy_gen *g, const char *host, visit_fn fn,
-				void *ctx)
+void for_each_host_match(const struct policy_gen *g, const char *host, visit_fn fn, void *ctx)
 {
 	const struct host_slot *s = host_table_find(&g->exact, host, host_hash(host));
 	for (size_t i = 0; s && i < s->n; i++)
@@ -39,7 +36,7 @@ static void for_each_host_match(const struct policy_gen *g, const char *host, vi
 	}
 }
 
-static bool has_port(const struct policy_endpoint *ep, uint16_t port)
+bool endpoint_has_port(const struct policy_endpoint *ep, uint16_t port)
 {
 	for (size_t i = 0; i < ep->n_ports; i++)
 		if (ep->ports[i] == port)
@@ -61,7 +58,7 @@ struct l4_ctx {
  * carry some (protocol, allowed_ips, tls, credential binding), so a plain L4
  * endpoint on the same host:port never hides an inspected one; among equals
  * the smallest policy name wins. */
-static bool has_config(const struct policy_endpoint *ep)
+bool endpoint_has_config(const struct policy_endpoint *ep)
 {
 	return ep->protocol != POLICY_PROTO_NONE || ep->n_allowed || ep->tls_explicit ||
 	       ep->credential_provider;
@@ -71,8 +68,8 @@ static bool better(const struct policy_endpoint *ep, const struct policy_endpoin
 {
 	if (!best)
 		return true;
-	if (has_config(ep) != has_config(best))
-		return has_config(ep);
+	if (endpoint_has_config(ep) != endpoint_has_config(best))
+		return endpoint_has_config(ep);
 	if (ep->policy_index != best->policy_index)
 		return ep->policy_index < best->policy_index;
 	return ep->index < best->index;
@@ -84,7 +81,7 @@ static bool l4_visit(const struct policy_endpoint *ep, void *p)
 	c->host_seen = true;
 	if (!better(ep, c->best))
 		return true;
-	if (!has_port(ep, c->port))
+	if (!endpoint_has_port(ep, c->port))
 		return true;
 	c->port_seen = true;
 	if (c->any_binary || bin_set_match(&c->g->bins[ep->policy_index], c->chain, c->n))

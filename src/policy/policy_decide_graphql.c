@@ -25,7 +25,7 @@ void graphql_decide_transport(const struct policy_endpoint *ep, const char *m, c
 			      struct policy_decision *out)
 {
 	snprintf(out->rule, sizeof out->rule, ep->path ? "path" : "transport");
-	if (ep->path && !path_glob_match(ep->path, canon)) {
+	if (!policy_endpoint_path_match(ep->path, canon)) {
 		verdict(out, ep, true, POLICY_R_NO_MATCHING_RULE);
 		snprintf(out->detail, sizeof out->detail, "%s %.200s is outside the endpoint path",
 			 m, canon);

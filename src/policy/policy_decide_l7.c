@@ -230,9 +230,10 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 	}
 	const char *qs = NULL;
 	size_t qlen = 0;
-	enum canon_result cr = canon_request_path(raw_target ? raw_target : "",
-						  raw_target ? strlen(raw_target) : 0, canon,
-						  canon_cap, &qs, &qlen);
+	enum canon_result cr = canon_request_path_opts(
+		raw_target ? raw_target : "", raw_target ? strlen(raw_target) : 0,
+		ep->allow_encoded_slash ? CANON_ALLOW_ENCODED_SLASH : 0, canon, canon_cap, &qs,
+		&qlen);
 	if (cr != CANON_OK) {
 		/* Ambiguous targets are refused even under audit: there is no
 		 * single meaning to forward. */
@@ -257,8 +258,9 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 		return;
 	}
 	/* The endpoint's own `path` bounds every rule on it (OpenShell: an
-	 * endpoint whose path does not match the request does not allow it). */
-	if (ep->path && !path_glob_match(ep->path, canon)) {
+	 * endpoint whose path does not match the request does not allow it);
+	 * policy_route_request chooses an endpoint whose path matches. */
+	if (!policy_endpoint_path_match(ep->path, canon)) {
 		snprintf(out->rule, sizeof out->rule, "path");
 		finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
 		return;

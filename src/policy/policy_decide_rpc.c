@@ -36,7 +36,7 @@ void rpc_decide_transport(const struct policy_endpoint *ep, const char *m, const
 			  struct policy_decision *out)
 {
 	bool mcp = ep->protocol == POLICY_PROTO_MCP;
-	if (ep->path && !path_glob_match(ep->path, canon)) {
+	if (!policy_endpoint_path_match(ep->path, canon)) {
 		snprintf(out->rule, sizeof out->rule, "path");
 		verdict(out, ep, true, POLICY_R_NO_MATCHING_RULE);
 		snprintf(out->detail, sizeof out->detail, "%s %.200s is outside the endpoint path",

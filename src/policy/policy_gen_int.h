@@ -48,6 +48,17 @@ uint64_t host_hash(const char *s);
 const struct host_slot *host_table_find(const struct host_table *t, const char *key, uint64_t h);
 bool bin_set_match(const struct bin_set *b, const char *const *chain, size_t n);
 
+/* Calls fn for every endpoint whose host pattern matches host (normalised),
+ * in ascending policy order within each kind; stops when fn returns false
+ * (policy_decide.c). */
+typedef bool (*visit_fn)(const struct policy_endpoint *ep, void *ctx);
+void for_each_host_match(const struct policy_gen *g, const char *host, visit_fn fn, void *ctx);
+bool endpoint_has_port(const struct policy_endpoint *ep, uint16_t port);
+/* The endpoint carries connection or request settings (protocol,
+ * allowed_ips, tls, credential binding): a plain L4 endpoint does not, and
+ * never competes with one that does (OpenShell). */
+bool endpoint_has_config(const struct policy_endpoint *ep);
+
 /* json-rpc / mcp: may this HTTP exchange carry messages? (policy_decide_rpc.c) */
 void rpc_decide_transport(const struct policy_endpoint *ep, const char *m, const char *canon,
 			  struct policy_decision *out);

@@ -9,18 +9,6 @@
 #include "hostglob.h"
 #include "policy_load_int.h"
 
-/* OpenShell's names for the machine running the sandbox. */
-static bool is_gateway_alias(const char *h)
-{
-	static const char *const names[] = { "host.openshell.internal", "host.docker.internal",
-					     "host.containers.internal", "gateway.docker.internal",
-					     NULL };
-	for (size_t i = 0; names[i]; i++)
-		if (!strcmp(h, names[i]))
-			return true;
-	return false;
-}
-
 static void load_host(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep)
 {
 	const char *s;
@@ -40,11 +28,6 @@ static void load_host(struct lctx *c, const struct ynode *n, struct policy_endpo
 		lwarn(c, n,
 		      "%s is a cloud metadata endpoint: every connection to it is denied "
 		      "(ssrf_denied)",
-		      norm);
-	if (is_gateway_alias(norm))
-		lwarn(c, n,
-		      "%s is a host-gateway alias: parsed but not mapped yet (it is resolved "
-		      "by DNS like any other name)",
 		      norm);
 	if (host_is_ip_literal(norm)) {
 		struct cidr cd = { .prefix = 0 };
@@ -355,30 +338,22 @@ static void load_credential(struct lctx *c, const struct ynode *n, struct policy
 	kp_pop(c, old);
 }
 
-/* Upstream booleans that, when ignored, only make this sandbox do less. */
-static const struct {
-	const char *key, *effect;
-} not_enforced[] = {
-	{ "allow_encoded_slash", "encoded slashes (%2F) are still refused" },
-	{ "allow_uninspected_credentials", "credentials are still never sent uninspected" },
-};
-
-static bool *flag_for(struct policy_endpoint *ep, size_t i)
-{
-	bool *const f[] = { &ep->allow_encoded_slash, &ep->allow_uninspected_credentials };
-	return f[i];
-}
-
 /* `path` on the endpoint: `**` (everything) or an absolute glob. */
 static void load_endpoint_path(struct lctx *c, const struct ynode *v, struct policy_endpoint *ep)
 {
 	const char *s, *why;
 	if (!get_str(c, v, "`**` or an absolute path glob", &s))
 		return;
-	if (!strcmp(s, "**") || !strcmp(s, "/**"))
-		return; /* matches every path: no bound */
-	if ((why = glob_problem(s))) {
-		char what[96];
+	if (!strcmp(s, "**"))
+		return; /* matches every path: no bound, specificity 0 */
+	/* "/" + "**" matches every path too but ranks above no path (OpenShell
+	 * counts its non-`*` bytes), so it is kept. */
+	/* OpenShell's glob classes ([..]) are not supported: read literally they
+	 * would match nothing (a canonical path has no raw '['), so refused. */
+	if (!(why = glob_problem(s)) && strpbrk(s, "[]"))
+		why = "uses a `[..]` class, which is not supported here";
+	if (why) {
+		char what[112];
 		snprintf(what, sizeof what, "`**` or an absolute path glob (this one %s)", why);
 		lerr_expected(c, v, what);
 		return;
@@ -473,14 +448,12 @@ static void load_field(struct lctx *c, const char *k, const struct ynode *v,
 		load_mcp_stanza(c, v, ep);
 	} else if (!strcmp(k, "websocket_credential_rewrite")) {
 		get_bool(c, v, &ep->websocket_credential_rewrite); /* proxy_ws.c */
+	} else if (!strcmp(k, "allow_encoded_slash")) {
+		get_bool(c, v, &ep->allow_encoded_slash); /* canon.c */
+	} else if (!strcmp(k, "allow_uninspected_credentials")) {
+		get_bool(c, v, &ep->allow_uninspected_credentials); /* check_combination */
 	} else if (load_graphql_field(c, k, v, ep) || load_signing_field(c, k, v, ep)) {
 		return;
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(not_enforced); i++) {
-		bool *f = flag_for(ep, i);
-		if (strcmp(k, not_enforced[i].key) != 0 || !get_bool(c, v, f) || !*f)
-			continue;
-		lwarn(c, v, "%s is parsed but not enforced yet (%s)", k, not_enforced[i].effect);
 	}
 }
 
@@ -549,6 +522,20 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 		lerr(c, cred,
 		     "cannot be used with protocol: tcp (a raw TCP stream is never inspected, so "
 		     "the binding could never be used)");
+	} else if (cred && !inspected && !ep->allow_uninspected_credentials) {
+		/* OpenShell: "credentialed endpoint ... uses L4-only; configure L7
+		 * inspection or explicitly set allow_uninspected_credentials: true". */
+		kp_push(c, ".credential_binding");
+		lerr(c, cred,
+		     "on an endpoint without an inspected protocol (L4-only) needs "
+		     "allow_uninspected_credentials: true, as in OpenShell; or give it a protocol "
+		     "(rest, ...) so its requests are inspected");
+	} else if (cred && !inspected && ep->tls != POLICY_TLS_SKIP) {
+		kp_push(c, ".allow_uninspected_credentials");
+		lwarn(c, ynode_map_get(n, "allow_uninspected_credentials"),
+		      "here TLS is still terminated for this credential-bound endpoint and its "
+		      "request headers rewritten (a secret never goes where its echo cannot be "
+		      "scrubbed), so only HTTP/1.1 passes, not a raw stream");
 	} else if (inspected && tls && ynode_scalar_eq(tls, "skip")) {
 		kp_push(c, ".tls");
 		lwarn(c, tls,

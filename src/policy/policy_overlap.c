@@ -67,12 +67,17 @@ static bool has_request_config(const struct policy_endpoint *e)
 	       e->credential_provider;
 }
 
-static size_t path_rank(const char *p)
+/* Could one request be routed to either endpoint as a tie? Each request
+ * goes to the most specific matching path (policy_route.c), so paths of
+ * different specificity never tie, nor do two different literal paths
+ * (each matches only itself). */
+static bool paths_may_tie(const char *a, const char *b)
 {
-	size_t n = 0;
-	for (; p && *p; p++)
-		n += *p != '*';
-	return n;
+	if (policy_path_specificity(a) != policy_path_specificity(b))
+		return false;
+	if (a && b && !strchr(a, '*') && !strchr(b, '*'))
+		return !strcmp(a, b);
+	return true;
 }
 
 /* The first field two overlapping endpoints disagree on, or NULL. */
@@ -84,8 +89,7 @@ static const char *disagreement(const struct policy_endpoint *a, const struct po
 		return "tls";
 	if (!same_ips(a, b))
 		return "allowed_ips";
-	if (!has_request_config(a) || !has_request_config(b) ||
-	    path_rank(a->path) != path_rank(b->path))
+	if (!has_request_config(a) || !has_request_config(b) || !paths_may_tie(a->path, b->path))
 		return NULL;
 	if (a->protocol != b->protocol)
 		return "protocol";

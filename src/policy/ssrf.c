@@ -460,3 +460,17 @@ bool host_is_metadata_name(const char *host)
 	}
 	return false;
 }
+
+/* OpenShell's names for the machine running the sandbox (compute drivers
+ * put them in the sandbox's /etc/hosts upstream; proxy.rs
+ * HOST_GATEWAY_ALIASES, plus Docker Desktop's gateway.docker.internal). */
+bool host_is_gateway_alias(const char *host)
+{
+	static const char *const names[] = { "host.openshell.internal", "host.docker.internal",
+					     "host.containers.internal",
+					     "gateway.docker.internal" };
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strcmp(host, names[i]))
+			return true;
+	return false;
+}

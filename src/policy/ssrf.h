@@ -70,4 +70,10 @@ enum ssrf_verdict ssrf_check(const struct ip_addr *a, uint16_t port, const struc
  * (metadata.google.internal ...). host must be normalised. */
 bool host_is_metadata_name(const char *host);
 
+/* host.openshell.internal and the other names for the sandbox's host
+ * (normalised). The resolver maps them to the host gateway the operator
+ * configured (the local driver: the host side of the sandbox's veth);
+ * the address is then judged like any other (allowed_ips, SSRF). */
+bool host_is_gateway_alias(const char *host);
+
 #endif

@@ -15,7 +15,7 @@ static const char usage_text[] =
 	"usage: openshell-supervisor --backend inpod|split --sandbox-id ID --proxy-port N\n"
 	"         [--max-processes N] [--max-memory-mb M] [--sandbox-uid UID]"
 	" [--binary-identity kernel|endpoint-only]\n"
-	"         [--tunnel-sni check|allow-mismatch]\n"
+	"         [--tunnel-sni check|allow-mismatch] [--host-gateway IP|proxy]\n"
 	"         [--proxy-memory-mb N] [--max-upstream-connections N]\n"
 	"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
 	" -- CMD [ARG...]\n"
@@ -46,6 +46,7 @@ static const struct {
 	{ "--inference", offsetof(struct sup_options, egress.inference_path) },
 	{ "--hosts", offsetof(struct sup_options, egress.hosts_file) },
 	{ "--dns", offsetof(struct sup_options, egress.dns_servers) },
+	{ "--host-gateway", offsetof(struct sup_options, egress.host_gateway) },
 	{ "--upstream-ca", offsetof(struct sup_options, egress.upstream_ca) },
 	{ "--run-dir", offsetof(struct sup_options, egress.run_dir) },
 	{ "--workdir", offsetof(struct sup_options, egress.workdir) },

@@ -112,6 +112,8 @@ def test_supervisor_dials_out_with_its_token_file_never_in_argv_or_env(gw):
     token = token_of(gw, sid).encode()
     assert b"--gateway" in argv and b"--token-file" in argv
     assert argv[argv.index(b"--token-file") + 1].endswith(b"/token")
+    # The local driver maps host.openshell.internal to the veth's host side.
+    assert argv[argv.index(b"--host-gateway") + 1] == b"proxy"
     assert not any(token in a for a in argv)
     assert token not in open(f"/proc/{pid}/environ", "rb").read()
     st = os.stat(os.path.join(gw.sandbox_dir(sid), "token"))

@@ -120,3 +120,29 @@ def test_nothing_to_propose_and_bad_input(box):
     assert r.returncode == 2 and "usage" in r.stderr, r.stderr
     r = box.cli("policy", "propose", "box", "--aply")
     assert r.returncode == 2 and "--aply" in r.stderr, r.stderr
+
+
+# The same site, with a second endpoint for /api/ (more specific) after it.
+ROUTED = POLICY.replace("    binaries:", """      - host: upstream.test
+        port: 80
+        protocol: rest
+        path: "/api/**"
+        access: read-only
+        allowed_ips: ["198.51.100.0/24"]
+    binaries:""")
+
+
+def test_a_rule_goes_to_the_endpoint_the_request_is_routed_to(tmp_path):
+    # Two endpoints of one policy on one host:port, told apart by path: the
+    # denial of POST /api/x was judged by the /api/ one (more specific), so
+    # the rule must go there, not to the first endpoint listed (there it
+    # would not allow the request, and --apply would refuse the proposal).
+    with upstream_gateway.running_sandbox(tmp_path, "box", ROUTED, ["sleep", "600"]) as gw:
+        assert status(gw, "-X", "POST", "http://upstream.test/api/x") == "403"
+        wait_for(lambda: "/api/x" in gw.cli("-o", "json", "sandbox", "logs", "box",
+                                            "--audit").stdout, 15, what="the denial")
+        r = gw.cli("policy", "propose", "box", "--apply")
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert "policy revision 2 loaded" in r.stdout, r.stdout
+        assert status(gw, "-X", "POST", "http://upstream.test/api/x") == "200"
+        assert status(gw, "-X", "POST", "http://upstream.test/x") == "403"  # not widened

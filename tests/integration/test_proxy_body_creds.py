@@ -80,10 +80,15 @@ def test_form_body_placeholder_is_resolved_and_length_recomputed(proxy, upstream
     assert code == 200 and json.loads(seen(upstream, "/json")["body"])["t"] == SECRET
 
 
-def test_endpoint_without_the_flag_forwards_the_placeholder(proxy, upstream):
-    code, _ = post(proxy, "https://upstream.test/plainflag", f"token={PH}")
-    assert code == 200
-    assert seen(upstream, "/plainflag")["body"] == f"token={PH}"
+def test_bound_endpoint_without_the_flag_refuses_a_body_placeholder(proxy, upstream):
+    """OpenShell's fail-closed body check (proxy_body_scan.c): a bound
+    endpoint that neither rewrites bodies nor allows uninspected credentials
+    refuses a body that holds a placeholder; one without passes."""
+    code, body = post(proxy, "https://upstream.test/plainflag", f"token={PH}")
+    assert code == 403 and json.loads(body)["reason"] == "credential_in_body", body
+    assert seen(upstream, "/plainflag") is None
+    code, _ = post(proxy, "https://upstream.test/plainflag-none", "token=none")
+    assert code == 200 and seen(upstream, "/plainflag-none")["body"] == "token=none"
 
 
 def test_placeholder_to_an_endpoint_that_binds_no_provider_is_refused(proxy, upstream):

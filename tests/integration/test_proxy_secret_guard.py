@@ -7,10 +7,9 @@ import json
 import socket
 import ssl
 
-import pytest
 
 from tests.lib import build
-from tests.lib.proxy_util import Proxy, Upstream
+from tests.lib.proxy_util import credential_fixtures
 
 pytestmark = build.needs("openshell-proxy")
 
@@ -49,19 +48,8 @@ SECRET = "guard-s3cret-value"
 PH = "Bearer openshell:resolve:env:GITHUB_TOKEN"
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    up = Upstream().start()
-    yield up
-    up.stop()
-
-
-@pytest.fixture
-def proxy(upstream):
-    """A fresh proxy per test: which upstreams hold a secret is per proxy."""
-    p = Proxy(upstream, POLICY, credentials={"providers": {"github": {"GITHUB_TOKEN": SECRET}}})
-    yield p
-    p.stop()
+# A fresh proxy per test: which upstreams hold a secret is per proxy.
+upstream, proxy = credential_fixtures(POLICY, {"github": {"GITHUB_TOKEN": SECRET}})
 
 
 def send_secret(proxy):

@@ -178,17 +178,17 @@ network_policies: {}
 class Supervisor:
     """One openshell-supervisor run (inpod backend) with its audit log."""
 
-    def __init__(self, sandbox_id, argv, port=3128, env=None):
+    def __init__(self, sandbox_id, argv, port=3128, env=None, policy=BOUNDARY_POLICY, extra=()):
         self.audit = tempfile.NamedTemporaryFile(prefix="osbt-audit-", delete=False).name
         # The boundary tests need the agent to read the probe script and
         # python wherever they live, and no egress policy at all.
         with tempfile.NamedTemporaryFile("w", prefix="osbt-policy-", suffix=".yaml",
                                          delete=False) as f:
-            f.write(BOUNDARY_POLICY)
+            f.write(policy)
             self.policy = f.name
         self.cmd = [SUPERVISOR, "--backend", "inpod", "--sandbox-id", sandbox_id,
                     "--proxy-port", str(port), "--launcher", LAUNCHER,
-                    "--policy", self.policy,
+                    "--policy", self.policy, *extra,
                     "--audit-log", self.audit, "--", *argv]
         self.env = dict(os.environ, **(env or {}))
         self.proc = None

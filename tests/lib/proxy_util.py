@@ -167,6 +167,15 @@ class Proxy:
         finally:
             s.close()
 
+    def tls(self, host, port=443):
+        """A CONNECT tunnel to host:port, TLS terminated by this proxy (its
+        CA trusted): the agent's side of an inspected connection."""
+        import ssl
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        assert s.recv(4096).startswith(b"HTTP/1.1 200")
+        return ssl.create_default_context(cafile=self.ca).wrap_socket(s, server_hostname=host)
+
     def stop(self):
         self.proc.terminate()
         try:
@@ -200,6 +209,29 @@ def module_fixtures(policy_text, **proxy_args):
         upstream.clear()
 
     return upstream, proxy, clean_log
+
+
+def credential_fixtures(policy_text, providers):
+    """`upstream` (module scope) and a fresh `proxy` per test holding the
+    providers' secrets ({"NAME": {"KEY": "secret"}}): which upstreams hold a
+    secret is per proxy. The upstream's log is cleared for each test.
+    Use as `upstream, proxy = credential_fixtures(POLICY, {...})`."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def upstream():
+        up = Upstream().start()
+        yield up
+        up.stop()
+
+    @pytest.fixture
+    def proxy(upstream):
+        p = Proxy(upstream, policy_text, credentials={"providers": providers})
+        upstream.clear()
+        yield p
+        p.stop()
+
+    return upstream, proxy
 
 
 # The sanitizer build (build-san) beside the normal one: `make build-san`.

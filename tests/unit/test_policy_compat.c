@@ -92,7 +92,8 @@ static void check_decision(const char *name, const struct policy_gen *g, char *l
 	if (!strcmp(f[0], "request") && n == 7) {
 		if (allowed) {
 			struct policy_decision r;
-			policy_decide_request(g, d.endpoint, f[4], f[5], NULL, 0, &r);
+			policy_decide_routed_request(g, d.endpoint, f[1], port, chain, 1, f[4],
+						     f[5], NULL, 0, &r);
 			allowed = r.verdict != POLICY_DENY;
 		}
 		if (allowed != want_allow(name, f[6]))

@@ -70,7 +70,8 @@ static const char policy_text[] =
 	"      - { host: kube.example.com, port: 10250, allowed_ips: [\"10.0.9.0/24\"] }\n"
 	"      - { host: 10.0.7.7, port: 443 }\n"
 	"      - { host: public.example.com, port: 443 }\n"
-	"      - { host: token.example.com, port: 443, credential_binding: { provider: github } }\n"
+	"      - { host: token.example.com, port: 443, credential_binding: { provider: github },\n"
+	"          allow_uninspected_credentials: true }\n"
 	"    binaries: [{ path: /usr/bin/curl }]\n";
 
 static const char *const curl[] = { "/usr/bin/curl" };
@@ -464,10 +465,63 @@ static void generations_swap_while_old_ones_stay_valid(void **state)
 	policy_holder_free(h);
 }
 
+/* Per-request routing: a more specific path of another policy captures a
+ * request only for the callers that policy admits; among equal paths the
+ * smallest policy name judges; endpoint-only (no chain) sees every policy. */
+static void routing_follows_the_caller_and_the_path(void **state)
+{
+	static const char text[] =
+		"version: 1\n"
+		"network_policies:\n"
+		"  open:\n"
+		"    endpoints:\n"
+		"      - { host: r.example.com, port: 443, protocol: rest, access: read-only }\n"
+		"    binaries: [{ path: /usr/bin/curl }, { path: /usr/bin/git }]\n"
+		"  secret:\n"
+		"    endpoints:\n"
+		"      - host: r.example.com\n"
+		"        port: 443\n"
+		"        protocol: rest\n"
+		"        path: \"/s/**\"\n"
+		"        access: full\n"
+		"        credential_binding: { provider: vault }\n"
+		"    binaries: [{ path: /usr/bin/git }]\n";
+	struct policy_doc *doc = NULL;
+	assert_int_equal(policy_parse("r.yaml", text, sizeof text - 1, &doc, NULL, NULL), 0);
+	struct policy_gen *g = policy_compile(doc, NULL);
+	assert_non_null(g);
+	struct policy_decision d, r;
+	const char *const *who[] = { curl, git };
+	for (size_t i = 0; i < 2; i++) {
+		policy_decide_connect(g, "r.example.com", 443, who[i], 1, &d);
+		assert_int_equal(d.verdict, POLICY_ALLOW);
+		policy_decide_routed_request(g, d.endpoint, "r.example.com", 443, who[i], 1, "GET",
+					     "/s/x", NULL, 0, &r);
+		assert_int_equal(r.verdict, POLICY_ALLOW);
+		/* curl is not admitted by "secret": its /s/ request stays unbound. */
+		assert_string_equal(r.policy, i == 0 ? "open" : "secret");
+		assert_true((r.endpoint->credential_provider != NULL) == (i == 1));
+		policy_decide_routed_request(g, d.endpoint, "r.example.com", 443, who[i], 1, "GET",
+					     "/other", NULL, 0, &r);
+		assert_string_equal(r.policy, "open"); /* control: outside /s/ */
+	}
+	/* The encoded form of the bound prefix routes (and is refused) there too. */
+	policy_decide_connect(g, "r.example.com", 443, git, 1, &d);
+	policy_decide_routed_request(g, d.endpoint, "r.example.com", 443, git, 1, "GET", "/%73/x",
+				     NULL, 0, &r);
+	assert_string_equal(r.policy, "secret");
+	/* Endpoint-only mode: every policy's endpoints compete. */
+	assert_ptr_equal(policy_route_request(g, d.endpoint, "r.example.com", 443, NULL, 0, "/s/y"),
+			 r.endpoint);
+	assert_true(policy_route_needs_tls(g, d.endpoint, "r.example.com", 443, curl, 1));
+	policy_unref(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(exact_host_is_case_insensitive_and_ignores_trailing_dot),
+		cmocka_unit_test(routing_follows_the_caller_and_the_path),
 		cmocka_unit_test(single_label_glob),
 		cmocka_unit_test(multi_label_glob),
 		cmocka_unit_test(idn_and_garbage_hosts_are_invalid),

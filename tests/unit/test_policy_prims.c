@@ -15,6 +15,7 @@
 #include "canon.h"
 #include "hostglob.h"
 #include "pathglob.h"
+#include "policy_gen_int.h"
 #include "ssrf.h"
 
 /* ---- helpers ---- */
@@ -476,6 +477,64 @@ static void canon_encoded_dotdot_is_resolved_and_cannot_escape(void **state)
 	assert_canon("/a/b/../..", "/"); /* back to the root exactly: fine */
 }
 
+/* allow_encoded_slash: %2F stays encoded inside its segment, but a `.` or
+ * `..` between encoded slashes (a decoding upstream would resolve it) and
+ * %5C are still refused. */
+static void canon_allow_encoded_slash_keeps_it_encoded(void **state)
+{
+	char out[256];
+	const unsigned f = CANON_ALLOW_ENCODED_SLASH;
+	struct {
+		const char *in, *want;
+		enum canon_result r;
+	} cases[] = {
+		{ "/p/group%2fname", "/p/group%2Fname", CANON_OK },
+		{ "/p/a%2Fb%2Fc/raw", "/p/a%2Fb%2Fc/raw", CANON_OK },
+		{ "/p/a%2F.b", "/p/a%2F.b", CANON_OK },
+		{ "/p/a%2F..%2Fb", "", CANON_ENCODED_SLASH },
+		{ "/p/a%2F.", "", CANON_ENCODED_SLASH },
+		{ "/p/%2E%2E%2Fadmin", "", CANON_ENCODED_SLASH },
+		{ "/p/a%2F%2e", "", CANON_ENCODED_SLASH },
+		{ "/p/a%5Cb", "", CANON_ENCODED_SLASH },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		enum canon_result r = canon_request_path_opts(cases[i].in, strlen(cases[i].in), f,
+							      out, sizeof out, NULL, NULL);
+		if (r != cases[i].r || strcmp(out, cases[i].want) != 0)
+			fail_msg("canon(\"%s\", allow) = %s \"%s\"", cases[i].in,
+				 canon_result_name(r), out);
+	}
+	assert_canon_refused("/p/a%2Fb", CANON_ENCODED_SLASH); /* not without the flag */
+}
+
+/* Endpoint `path` as OpenShell's endpoint_path_matches reads it. */
+static void endpoint_path_matches_like_openshell(void **state)
+{
+	struct {
+		const char *pattern, *path;
+		bool want;
+	} cases[] = {
+		{ NULL, "/anything", true },	       { "/**", "/x/y", true },
+		{ "/repos/**", "/repos", true },       { "/repos/**", "/repos/a/b", true },
+		{ "/repos/**", "/repository", false }, { "/repos/**", "/Repos/a", false },
+		{ "/graphql", "/graphql", true },      { "/graphql", "/graphql/", false },
+		{ "/api/*", "/api/a/b", true },	       { "/api/*", "/apix", false },
+		{ "/a/**/b", "/a/b", true },	       { "/a/**/b", "/a/x/y/b", true },
+		{ "/a/**/b", "/a/x/c", false },	       { "/a**", "/ab", false },
+		{ "/a/***", "/a/b", false },	       { "/v*/users", "/v2/users", true },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		if (policy_endpoint_path_match(cases[i].pattern, cases[i].path) != cases[i].want)
+			fail_msg("endpoint path %s on %s: want %s",
+				 cases[i].pattern ? cases[i].pattern : "(none)", cases[i].path,
+				 cases[i].want ? "match" : "no match");
+	assert_int_equal(policy_path_specificity(NULL), 0);
+	assert_int_equal(policy_path_specificity("**"), 0);
+	assert_int_equal(policy_path_specificity("/**"), 1);
+	assert_int_equal(policy_path_specificity("/repos/**"), 7);
+	assert_int_equal(policy_path_specificity("/repos/*/issues"), 14);
+}
+
 static void canon_refuses_matrix_parameters(void **state)
 {
 	assert_canon("/a/../admin", "/admin");
@@ -834,6 +893,8 @@ int main(void)
 		cmocka_unit_test(canon_decodes_only_unreserved_escapes),
 		cmocka_unit_test(canon_encoded_dotdot_is_resolved_and_cannot_escape),
 		cmocka_unit_test(canon_refuses_matrix_parameters),
+		cmocka_unit_test(canon_allow_encoded_slash_keeps_it_encoded),
+		cmocka_unit_test(endpoint_path_matches_like_openshell),
 		cmocka_unit_test(canon_refuses_encoded_slashes),
 		cmocka_unit_test(canon_refuses_control_bytes_raw_or_encoded),
 		cmocka_unit_test(canon_refuses_bad_escapes_and_bytes),

@@ -159,6 +159,12 @@ static int base_args(struct local_driver *ld, const char *id, const char **argv,
 	if (ld->launcher &&
 	    (add_arg(argv, n, "--launcher", err) < 0 || add_arg(argv, n, ld->launcher, err) < 0))
 		return -1;
+	/* On this host the sandbox's host is this host: host.openshell.internal
+	 * and its aliases reach it at the host side of the sandbox's veth (the
+	 * proxy's address), judged by the policy like any address. */
+	if (ld->caps.host_gateway &&
+	    (add_arg(argv, n, "--host-gateway", err) < 0 || add_arg(argv, n, "proxy", err) < 0))
+		return -1;
 	for (size_t i = 0; i < ARRAY_SIZE(ld->proxy_flags); i++)
 		if (ld->proxy_flags[i][0] && (add_arg(argv, n, ld->proxy_flags[i][0], err) < 0 ||
 					      add_arg(argv, n, ld->proxy_flags[i][1], err) < 0))

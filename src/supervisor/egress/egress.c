@@ -99,6 +99,15 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 	e->cfg.allow_sni_mismatch = o->allow_sni_mismatch;
 	struct policy_gen *g = load_gen(o->policy_path, NULL, err);
 	struct resolver_config rc = { .dns_servers = o->dns_servers, .hosts_file = o->hosts_file };
+	struct ip_addr gw;
+	if (g && o->host_gateway) {
+		if (resolver_host_gateway_parse(o->host_gateway, addr, &gw, err) < 0) {
+			policy_unref(g);
+			egress_free(e);
+			return -1;
+		}
+		rc.host_gateway = &gw;
+	}
 	if (!g || !(e->holder = policy_holder_new(g)) ||
 	    audit_open(o->audit_log, o->sandbox_id, &e->audit, err) < 0 ||
 	    resolver_new(l, &rc, &e->cfg.resolver, err) < 0 ||

@@ -22,6 +22,11 @@ struct egress_options {
 	const char *inference_path; /* optional, mode 0600 */
 	const char *hosts_file; /* optional name pins for the resolver */
 	const char *dns_servers; /* optional "IP[:PORT],..." */
+	/* --host-gateway: what host.openshell.internal and the other host
+	 * aliases resolve to, an IP or `proxy` (the proxy's address: with the
+	 * inpod backend the host side of the sandbox's veth); NULL: resolved
+	 * like any other name. */
+	const char *host_gateway;
 	const char *upstream_ca; /* optional extra CA for upstream TLS */
 	const char *audit_log; /* NULL = stderr */
 	const char *run_dir; /* CA files for the agent go here (0755 dir) */

@@ -52,11 +52,20 @@ enum conn_mode {
 
 enum body_state { BODY_DONE, BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
+/* The bytes of a placeholder's fixed start, minus one: what a scan keeps
+ * of one read to find a placeholder that the next read completes. */
+#define BODY_SCAN_TAIL 21
+
 struct body {
 	enum body_state state;
 	uint64_t remaining;
 	struct http_chunked chunked;
 	bool decode; /* chunked: forward the decoded data, not the framing */
+	/* A request body searched for credential placeholders as it passes
+	 * (proxy_body_scan.c); found: one was seen, nothing more may go. */
+	bool scan, found;
+	size_t tail_len;
+	char tail[BODY_SCAN_TAIL];
 };
 
 struct proxy;
@@ -95,8 +104,11 @@ struct conn {
 	/* destination */
 	char host[256];
 	uint16_t port;
+	/* The endpoint judging the current request: policy_decide_connect's
+	 * choice, then the one its path routes to (policy_route_request). */
 	const struct policy_endpoint *ep;
 	char policy_name[128];
+	bool any_caller; /* judged without caller identity (endpoint-only) */
 	char dst[64];
 	struct resolver_query *query;
 	struct ip_addr addrs[RESOLVER_ADDRS_MAX];
@@ -371,8 +383,24 @@ bool conn_read_side(struct conn *c, struct stream *s, struct buf *b, bool *eof);
  * left out, without the blank line that ends the head. */
 int conn_write_response_head(struct conn *c, const struct http_response *resp,
 			     bool (*skip)(struct http_slice name), os_error *err);
+/* proxy_body_scan.c: OpenShell's fail-closed body check. A request body
+ * toward an endpoint that binds credentials but neither rewrites them in
+ * bodies (request_body_credential_rewrite) nor allows them uninspected
+ * (allow_uninspected_credentials) must not carry a placeholder; the data
+ * bytes (decoded from chunks) are searched as they pass, across reads. */
+bool body_scan_wanted(const struct conn *c);
+void body_scan_feed(struct body *b, const char *p, size_t n);
+/* Before the head goes: a body replaced by a middleware, or the part of a
+ * Content-Length body already read (most bodies are whole by now), so that
+ * a refused request is not even begun upstream. Sets c->req_body.found. */
+void body_scan_ahead(struct conn *c, size_t consumed);
+/* A placeholder was seen: what was not sent yet is dropped, the upstream
+ * connection with it (its request stays incomplete), and the agent gets a
+ * 403 when no answer has started; then the connection closes. */
+enum step_result body_scan_refuse(struct conn *c);
+
 /* Moves framed body bytes from in to out: the number moved, or -1 on a
- * framing error. */
+ * framing error. Scanned bodies (b->scan) are fed to body_scan_feed. */
 ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err);
 
 #endif

@@ -20,7 +20,7 @@
 
 struct opts {
 	const char *listen, *policy, *hosts, *dns, *upstream_ca, *ca_dir, *creds, *inference;
-	const char *audit_log, *sandbox_id, *identity_cgroup;
+	const char *audit_log, *sandbox_id, *identity_cgroup, *host_gateway;
 	long identity_pid;
 	unsigned max_conns, head_timeout_ms, max_upstreams, memory_mb;
 	bool endpoint_only, allow_sni_mismatch;
@@ -43,7 +43,7 @@ static void usage(void)
 		"         [--credentials FILE] [--inference FILE] [--audit-log FILE]\n"
 		"         [--sandbox-id ID] [--max-conns N] [--head-timeout-ms MS]\n"
 		"         [--proxy-memory-mb N] [--max-upstream-connections N]\n"
-		"         [--binary-identity kernel|endpoint-only]"
+		"         [--host-gateway IP] [--binary-identity kernel|endpoint-only]"
 		" [--tunnel-sni check|allow-mismatch]\n");
 }
 
@@ -64,6 +64,7 @@ static int parse_args(int argc, char **argv, struct opts *o, os_error *err)
 				    : !strcmp(a, "--audit-log")	      ? &o->audit_log
 				    : !strcmp(a, "--sandbox-id")      ? &o->sandbox_id
 				    : !strcmp(a, "--identity-cgroup") ? &o->identity_cgroup
+				    : !strcmp(a, "--host-gateway")    ? &o->host_gateway
 								      : NULL;
 		uint64_t n;
 		if (!v)
@@ -182,9 +183,23 @@ static void on_term(struct loop *l, struct loop_signal *s, const struct signalfd
 static int run(struct state *st, os_error *err)
 {
 	struct opts *o = &st->o;
-	struct loop *l;
-	if (loop_new(&l, err) < 0)
+	/* What can fail without holding anything comes first: a bad flag or
+	 * policy leaves nothing behind for a leak checker. */
+	struct resolver_config rc = { .dns_servers = o->dns, .hosts_file = o->hosts };
+	struct ip_addr gw;
+	if (o->host_gateway) {
+		if (resolver_host_gateway_parse(o->host_gateway, NULL, &gw, err) < 0)
+			return -1;
+		rc.host_gateway = &gw;
+	}
+	struct policy_gen *g = load_policy(o->policy, err);
+	if (!g)
 		return -1;
+	struct loop *l;
+	if (loop_new(&l, err) < 0) {
+		policy_unref(g);
+		return -1;
+	}
 	struct proxy_config cfg = { .sandbox_id = o->sandbox_id };
 	proxy_limits_default(&cfg.limits);
 	if (o->max_conns)
@@ -197,11 +212,7 @@ static int run(struct state *st, os_error *err)
 		cfg.limits.max_upstreams = o->max_upstreams;
 	if (o->memory_mb)
 		cfg.limits.memory_budget = (size_t)o->memory_mb << 20;
-	struct policy_gen *g = load_policy(o->policy, err);
-	if (!g)
-		return -1;
 	st->holder = policy_holder_new(g);
-	struct resolver_config rc = { .dns_servers = o->dns, .hosts_file = o->hosts };
 	if (audit_open(o->audit_log, o->sandbox_id, &st->audit, err) < 0 ||
 	    resolver_new(l, &rc, &cfg.resolver, err) < 0 ||
 	    (o->identity_pid > 0 &&

@@ -123,6 +123,8 @@ enum step_result tunnel_step(struct conn *c)
 
 int body_init_request(struct body *b, const struct http_request *req, os_error *err)
 {
+	b->scan = b->found = false;
+	b->tail_len = 0;
 	switch (http_request_body(req)) {
 	case HTTP_BODY_LENGTH:
 		b->state = req->framing.content_length ? BODY_LENGTH : BODY_DONE;
@@ -149,6 +151,8 @@ ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err
 	if (b->state == BODY_LENGTH) {
 		if (n > b->remaining)
 			n = (size_t)b->remaining;
+		if (b->scan)
+			body_scan_feed(b, in->data, n);
 		b->remaining -= n;
 		if (b->remaining == 0)
 			b->state = BODY_DONE;
@@ -163,6 +167,8 @@ ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err
 						  &data, err);
 			if (r < 0)
 				return -1;
+			if (b->scan && data.len)
+				body_scan_feed(b, data.p, data.len);
 			if (b->decode && data.len && buf_append(out, data.p, data.len, err) < 0)
 				return -1;
 			total += used;
@@ -348,6 +354,8 @@ static enum step_result forward_request(struct conn *c, bool *moved)
 		reply_error(c, 400, "bad_request", err.msg, "bad_request_body");
 		return STEP_PROGRESS;
 	}
+	if (c->req_body.found)
+		return body_scan_refuse(c);
 	*moved |= n > 0;
 	if (ceof && c->req_body.state != BODY_DONE) {
 		conn_close(c);

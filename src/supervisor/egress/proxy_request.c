@@ -162,8 +162,9 @@ static bool judge_connect(struct conn *c)
 	 * endpoint", which is what the gateway admits there; one that names
 	 * binaries stays unenforceable, so denied, unless the operator chose
 	 * endpoint-only. */
-	if (!c->identified &&
-	    (cfg->endpoint_only || (!cfg->identity && !policy_restricts_binaries(c->gen))))
+	c->any_caller = !c->identified && (cfg->endpoint_only ||
+					   (!cfg->identity && !policy_restricts_binaries(c->gen)));
+	if (c->any_caller)
 		policy_decide_connect_endpoint_only(c->gen, c->host, c->port, &d);
 	else
 		policy_decide_connect(c->gen, c->host, c->port, c->chain, c->n_chain, &d);
@@ -183,10 +184,17 @@ static bool judge_connect(struct conn *c)
 	return true;
 }
 
-static bool endpoint_needs_tls(const struct policy_endpoint *ep)
+/* TLS is terminated when any endpoint that may judge a request on this
+ * connection inspects it or binds credentials (requests are routed to
+ * endpoints by path, policy_route_request). */
+static bool connection_needs_tls(const struct conn *c)
 {
-	return ep->tls != POLICY_TLS_SKIP &&
-	       (policy_protocol_inspected(ep->protocol) || ep->credential_provider);
+	const struct policy_endpoint *ep = c->ep;
+	if (ep->tls != POLICY_TLS_SKIP &&
+	    (policy_protocol_inspected(ep->protocol) || ep->credential_provider))
+		return true;
+	return policy_route_needs_tls(c->gen, ep, c->host, c->port, c->any_caller ? NULL : c->chain,
+				      c->any_caller ? 0 : c->n_chain);
 }
 
 static void handle_connect(struct conn *c, const struct http_request *req, size_t consumed)
@@ -217,7 +225,7 @@ static void handle_connect(struct conn *c, const struct http_request *req, size_
 	}
 	if (!judge_connect(c))
 		return;
-	if (endpoint_needs_tls(c->ep)) {
+	if (connection_needs_tls(c)) {
 		if (!cfg->ca) {
 			reply_error(c, 403, "policy_denied",
 				    "L7 inspection unavailable: no sandbox CA", "tls_unavailable");
@@ -367,8 +375,16 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		rl += req->query.len;
 	}
 	raw[rl] = '\0';
+	/* The endpoint whose path matches judges this request, and only its
+	 * settings (rules, protocol, credential binding) apply to it. */
 	struct policy_decision d;
-	policy_decide_request(c->gen, c->ep, method, raw, canon, sizeof canon, &d);
+	policy_decide_routed_request(
+		c->gen, c->ep, c->host, c->port, c->any_caller ? NULL : c->chain,
+		c->any_caller ? 0 : c->n_chain, method, raw, canon, sizeof canon, &d);
+	if (d.endpoint && d.endpoint != c->ep) {
+		c->ep = d.endpoint;
+		snprintf(c->policy_name, sizeof c->policy_name, "%s", d.policy);
+	}
 	/* Logged paths never carry the query. */
 	char logged[TARGET_MAX];
 	snprintf(logged, sizeof logged, "%s", canon[0] ? canon : "(rejected)");
@@ -401,6 +417,13 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	os_error err = { 0 };
 	if (body_init_request(&c->req_body, req, &err) < 0) {
 		reply_error(c, 400, "bad_request", err.msg, "bad_body");
+		return;
+	}
+	if ((c->req_body.scan = body_scan_wanted(c)))
+		body_scan_ahead(c, consumed);
+	c->resp_head_done = false; /* this exchange's answer has not begun */
+	if (c->req_body.found) { /* nothing was sent yet */
+		body_scan_refuse(c);
 		return;
 	}
 	const char *deny = NULL;

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,8 @@ struct resolver {
 	struct sock_watch socks[SOCKS_MAX];
 	struct host_entry *hosts;
 	size_t n_hosts;
+	bool has_gateway;
+	struct ip_addr gateway;
 };
 
 static void rearm_timer(struct resolver *r)
@@ -201,6 +204,10 @@ int resolver_new(struct loop *l, const struct resolver_config *cfg, struct resol
 		resolver_free(r);
 		return -1;
 	}
+	if (cfg && cfg->host_gateway) {
+		r->has_gateway = true;
+		r->gateway = *cfg->host_gateway;
+	}
 	loop_timer_disarm(r->timer);
 	*out = r;
 	return 0;
@@ -261,7 +268,8 @@ struct resolver_query *resolver_lookup(struct resolver *r, const char *host, res
 	q->cb = cb;
 	q->data = data;
 	bool local = false;
-	if (ip_addr_parse(host, &q->addrs[0], NULL) == 0) {
+	if (ip_addr_parse(host, &q->addrs[0], NULL) == 0 ||
+	    (r->has_gateway && host_is_gateway_alias(host) && (q->addrs[0] = r->gateway, true))) {
 		q->n = 1;
 		local = true;
 	}
@@ -285,4 +293,31 @@ void resolver_cancel(struct resolver_query *q)
 {
 	if (q)
 		q->cancelled = 1;
+}
+
+int resolver_host_gateway_parse(const char *spec, const struct sockaddr *listen,
+				struct ip_addr *out, os_error *err)
+{
+	if (strcmp(spec, "proxy") != 0) {
+		if (ip_addr_parse(spec, out, NULL) < 0)
+			return os_error_set(
+				err, EINVAL,
+				"--host-gateway: expected an IP address or `proxy`, got "
+				"\"%.64s\"",
+				spec);
+		return 0;
+	}
+	char text[INET6_ADDRSTRLEN] = "";
+	const struct sockaddr_in *v4 = (const struct sockaddr_in *)listen;
+	const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)listen;
+	if (listen && listen->sa_family == AF_INET && v4->sin_addr.s_addr != htonl(INADDR_ANY))
+		inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
+	else if (listen && listen->sa_family == AF_INET6 &&
+		 !IN6_IS_ADDR_UNSPECIFIED(&v6->sin6_addr))
+		inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
+	if (!text[0] || ip_addr_parse(text, out, NULL) < 0)
+		return os_error_set(
+			err, EINVAL,
+			"--host-gateway proxy: the proxy listens on no specific address");
+	return 0;
 }

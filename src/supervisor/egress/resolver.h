@@ -11,13 +11,25 @@
 #include "loop.h"
 #include "ssrf.h"
 
+struct sockaddr;
+
 #define RESOLVER_ADDRS_MAX 16
 
 struct resolver_config {
 	const char *dns_servers; /* "IP[:port],..." or NULL for the system resolver */
 	const char *hosts_file; /* optional "ADDRESS NAME..." lines, consulted first */
 	unsigned timeout_ms; /* per lookup; 0 = 5000 */
+	/* The host-gateway aliases (host_is_gateway_alias) resolve to this
+	 * address, before the hosts map and DNS; NULL: they are looked up like
+	 * any other name. */
+	const struct ip_addr *host_gateway;
 };
+
+/* The --host-gateway value: an IP address, or `proxy` for the address the
+ * proxy listens on (listen; with the inpod backend the host side of the
+ * sandbox's veth), which must then be a specific address. */
+int resolver_host_gateway_parse(const char *spec, const struct sockaddr *listen,
+				struct ip_addr *out, os_error *err);
 
 struct resolver;
 struct resolver_query;
