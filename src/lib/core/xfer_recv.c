@@ -61,11 +61,14 @@ static int enter_dir(struct xfer_in *in, const char *name, uint32_t mode, int64_
 	if (mkdirat(top(in), name, 0700) < 0 && errno != EEXIST)
 		return os_error_errno(err, "%s: creating the directory", in->path);
 	int fd = openat(top(in), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ELOOP)
+	struct stat st;
+	/* O_DIRECTORY on a link fails with ENOTDIR: look at what is there. */
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) &&
+	    fstatat(top(in), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
 		return os_error_set(err, ELOOP,
 				    "%s: is a symbolic link (transfers never follow links)",
 				    in->path);
-	if (fd < 0 && errno == ENOTDIR)
+	if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
 		return os_error_set(err, ENOTDIR, "%s: exists and is not a directory", in->path);
 	if (fd < 0)
 		return os_error_errno(err, "%s", in->path);
