@@ -43,8 +43,8 @@ static int check_command(const json_t *cmd, struct api_response *resp)
 	return 0;
 }
 
-static bool relay_request(struct gateway *gw, const json_t *row, json_t *msg, const char *what,
-			  struct api_response *resp);
+static bool relay_request(struct gateway *gw, const json_t *row, json_t *msg_taken,
+			  const char *what, struct api_response *resp);
 
 bool api_exec_route(struct gateway *gw, const struct api_request *req, const json_t *row,
 		    struct api_response *resp)
@@ -89,19 +89,23 @@ bool api_exec_route(struct gateway *gw, const struct api_request *req, const jso
 	snprintf(what, sizeof what, "exec of %.64s%s",
 		 json_string_value(json_array_get(json_object_get(body, "command"), 0)),
 		 tty ? " with a tty" : "");
-	return relay_request(gw, row, msg, what, resp);
+	return relay_request(gw, row, steal_ptr(msg), what, resp);
 }
 
 /* The common part of every relayed request (exec, transfer, forward): a
- * Ready sandbox with a live session, a one-time id, the message on the
- * session, and the client parked until the relay dials back. */
-static bool relay_request(struct gateway *gw, const json_t *row, json_t *msg, const char *what,
-			  struct api_response *resp)
+ * Ready sandbox with a live session, a one-time id, the message (whose
+ * reference this takes) on the session, and the client parked until the
+ * relay dials back. */
+static bool relay_request(struct gateway *gw, const json_t *row, json_t *msg_taken,
+			  const char *what, struct api_response *resp)
 {
+	_cleanup_json_ json_t *msg = msg_taken;
 	const char *id = json_string_value(json_object_get(row, "id"));
 	const char *name = json_string_value(json_object_get(row, "name"));
 	const char *phase = json_string_value(json_object_get(row, "phase"));
 	os_error err = { 0 };
+	if (!msg)
+		return api_error(resp, 500, "internal", "out of memory"), true;
 	if (!phase || strcmp(phase, "Ready") != 0 || !sessions_live(gw, id))
 		return api_error(resp, 409, "not_ready",
 				 "sandbox %s is %s: %s needs a Ready sandbox with a live "
@@ -114,7 +118,7 @@ static bool relay_request(struct gateway *gw, const json_t *row, json_t *msg, co
 	if (secret_random_hex(token, &err) < 0)
 		return api_fail(resp, &err), true;
 	token[EXEC_ID_HEX] = '\0';
-	if (!msg || json_object_set_new(msg, "id", json_string(token)) < 0 ||
+	if (json_object_set_new(msg, "id", json_string(token)) < 0 ||
 	    !sessions_push(gw, id, msg))
 		return api_error(resp, 409, "not_ready",
 				 "sandbox %s: its supervisor session closed; try again", name),
