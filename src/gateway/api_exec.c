@@ -118,8 +118,7 @@ static bool relay_request(struct gateway *gw, const json_t *row, json_t *msg_tak
 	if (secret_random_hex(token, &err) < 0)
 		return api_fail(resp, &err), true;
 	token[EXEC_ID_HEX] = '\0';
-	if (json_object_set_new(msg, "id", json_string(token)) < 0 ||
-	    !sessions_push(gw, id, msg))
+	if (json_object_set_new(msg, "id", json_string(token)) < 0 || !sessions_push(gw, id, msg))
 		return api_error(resp, 409, "not_ready",
 				 "sandbox %s: its supervisor session closed; try again", name),
 		       true;

@@ -208,6 +208,50 @@ FLIPPER = ("mkdir -p /sandbox/race; end=$(($(date +%s)+{secs})); "
            "rm -f /sandbox/race; mv /sandbox/race.real /sandbox/race 2>/dev/null; done")
 
 
+READ_ONLY_WORKSPACE = """version: 1
+filesystem_policy:
+  include_workdir: false
+  read_only: [/usr, /lib, /lib64, /bin, /etc, /proc, /dev/urandom, /sandbox]
+  read_write: [/tmp, /dev/null]
+"""
+
+
+def test_uploads_obey_the_agents_filesystem_policy(gw, tmp_path):
+    """A policy that makes the workspace read-only for the agent makes it
+    read-only for uploads too, although the directory's owner and mode
+    would let the agent's uid write: the transfer runs in the agent's
+    filesystem view (a read-only mount there) under its Landlock rules, not
+    only as its uid. Downloads (reads) still work."""
+    pol = tmp_path / "ro.yaml"
+    pol.write_text(READ_ONLY_WORKSPACE)
+    r = gw.cli("sandbox", "create", "--name", "robox", "--policy", str(pol), "--detach", "--",
+               "/bin/sh", "-c", "exec sleep 600")
+    assert r.returncode == 0, r
+    try:
+        gw.wait_phase("robox", "Ready", timeout=60)
+        ws = gw.sandbox_dir(gw.sandbox("robox")["id"])
+        ws = os.path.join(ws, "workspace")
+        with open(os.path.join(ws, "present.txt"), "w") as f:
+            f.write("from the host\n")
+        os.chown(os.path.join(ws, "present.txt"), 65534, 65534)
+        st = os.stat(ws)
+        assert st.st_uid == 65534 and st.st_mode & 0o200, (st.st_uid, oct(st.st_mode))
+        f = tmp_path / "f"
+        f.write_text("x")
+        r = run(gw, "sandbox", "upload", "robox", str(f))
+        assert r.returncode != 0 and b"/sandbox/f" in r.stderr, r
+        assert b"Read-only file system" in r.stderr or b"Permission denied" in r.stderr, r
+        assert not os.path.exists(os.path.join(ws, "f"))
+        # The agent itself is refused the same way (the rule is the policy's).
+        r = run(gw, "sandbox", "exec", "robox", "--", "/bin/sh", "-c", "echo x > /sandbox/g")
+        assert r.returncode != 0, r
+        # Positive control: reading is allowed, so a download works.
+        r = run(gw, "sandbox", "download", "robox", "present.txt", str(tmp_path / "got"))
+        assert r.returncode == 0 and (tmp_path / "got").read_text() == "from the host\n", r
+    finally:
+        gw.cli("sandbox", "delete", "robox")
+
+
 def test_a_directory_swapped_for_a_link_during_an_upload_leads_nowhere(gw, tmp_path):
     """The agent flips /sandbox/race between a directory and a link to
     /tmp/outside while many files are uploaded into it: the transfer holds
