@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -112,13 +113,15 @@ static int place(int ws, const char *rel, char *label, size_t cap, const char **
 	return open_beneath(ws, slash ? rel : "", O_PATH | O_DIRECTORY, label, err);
 }
 
-static int upload(int ws, char *rel, os_error *err)
+static int upload(int ws, char *rel, bool into_dir, os_error *err)
 {
 	char label[XFER_PATH_MAX];
 	const char *name;
 	_cleanup_close_ int dest = place(ws, rel, label, sizeof label, &name, err);
 	if (dest < 0)
 		return -1;
+	if (into_dir && name) /* "dir/" names a directory, as with cp */
+		return os_error_set(err, ENOTDIR, "%s/%s/: no such directory", label, name);
 	struct xfer_in in;
 	xfer_in_init(&in, dest, name, label);
 	static char chunk[CHUNK];
@@ -179,7 +182,10 @@ int transfer_run(const struct launch_spec *s)
 	int rc = transfer_rel_path(s->transfer_path, rel, sizeof rel, &err);
 	_cleanup_close_ int ws = rc < 0 ? -1 : workspace_fd(&err);
 	if (ws >= 0)
-		rc = s->transfer_upload ? upload(ws, rel, &err) : download(ws, rel, &err);
+		rc = s->transfer_upload
+			     ? upload(ws, rel,
+				      s->transfer_path[strlen(s->transfer_path) - 1] == '/', &err)
+			     : download(ws, rel, &err);
 	if (ws < 0 || rc < 0) {
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;

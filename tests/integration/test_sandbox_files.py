@@ -104,6 +104,9 @@ def test_a_file_goes_in_and_out_with_its_mode(gw, tmp_path):
     assert stat.S_IMODE(back.stat().st_mode) == 0o751
     # REMOTE names the file itself when it is not a directory; absolute
     # paths inside the workspace are the same thing.
+    # A trailing slash names a directory that must exist, as with cp.
+    r = upload(gw, str(src), "no-such-dir/")
+    assert r.returncode != 0 and b"/sandbox/no-such-dir/: no such directory" in r.stderr, r
     r = upload(gw, str(src), "/sandbox/renamed.sh")
     assert r.returncode == 0 and sh(gw, "cat /sandbox/renamed.sh").stdout == b"#!/bin/sh\necho hi\n"
     r = download(gw, "/sandbox/renamed.sh", str(tmp_path / "local-name"))
