@@ -445,3 +445,33 @@ def _recv_exactly(s, n):
             break
         got += d
     return got
+
+
+@pytest.mark.parametrize("route,good", [("upload", {"path": "x"}), ("download", {"path": "x"}),
+                                        ("port-forward", {"port": 7000})])
+def test_the_api_refuses_what_it_must(gw, route, good):
+    """Each route takes POST with the Upgrade headers, its one field checked,
+    and the admin token only: a sandbox's own token (the supervisor's) is
+    refused, so nothing inside a sandbox can move files or open ports."""
+    path = f"/v1/sandboxes/box/{route}"
+    up = {"Upgrade": "openshell-exec", "Connection": "Upgrade"}
+    st, b = gw.request("POST", path, good)
+    assert st == 400 and b["error"] == "upgrade_required", b
+    st, b = gw.request("GET", path, headers=up)
+    assert st == 405, b
+    bad = {"path": ""} if "path" in good else {"port": 0}
+    st, b = gw.request("POST", path, bad, headers=up)
+    assert st == 400 and list(bad)[0] in b["message"], b
+    st, b = gw.request("POST", path, dict(good, mode=1), headers=up)
+    assert st == 400 and b["error"] == "unknown_field", b
+    if "path" in good:
+        st, b = gw.request("POST", path, {"path": "a" * 4097}, headers=up)
+        assert st == 400 and "path" in b["message"], b
+    st, b = gw.request("POST", f"/v1/sandboxes/nope/{route}", good, headers=up)
+    assert st == 404, b
+    st, b = gw.request("POST", path, good, token=None, headers=up)
+    assert st == 401, b
+    with open(os.path.join(gw.sandbox_dir(gw.sandbox("box")["id"]), "token")) as f:
+        tok = f.read().strip()
+    st, b = gw.request("POST", path, good, token=tok, headers=up)
+    assert st == 403, b
