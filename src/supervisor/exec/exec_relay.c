@@ -346,8 +346,9 @@ void exec_service_request(void *user, const struct session_msg *m)
 	r->x = x;
 	r->pid = pid;
 	x->relays[slot] = r;
-	if (!error && m->type != SESSION_MSG_FORWARD &&
-	    egress_add_entry(x->h.egress, pid, &err) < 0)
+	/* Only a command makes connections of its own for the proxy to judge;
+	 * a transfer or a forward never goes through it. */
+	if (!error && m->type == SESSION_MSG_EXEC && egress_add_entry(x->h.egress, pid, &err) < 0)
 		log_warn("exec %s: the command's connections will be unidentified: %s", m->exec_id,
 			 err.msg);
 	log_info("exec %s: relay %d started%s%s", m->exec_id, (int)pid, error ? ": " : "",
