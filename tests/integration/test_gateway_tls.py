@@ -21,7 +21,7 @@ import warnings
 import pytest
 
 from tests.lib import build
-from tests.lib.gateway_util import CLI, GATEWAY, Gateway, free_port, wait_for
+from tests.lib.gateway_util import CLI, GATEWAY, Gateway, forward_answers, free_port, wait_for
 from tests.lib.tls_util import (CLIENT_EXT, SERVER_EXT, client_ctx, make_pki, remove_pki, tls_env,
                       tls_gateway_env)
 
@@ -202,14 +202,8 @@ def test_mtls_cli_lists_creates_and_execs(mtls_gw, pki):
     p = subprocess.Popen([CLI, "sandbox", "port-forward", "tlsbox", f"{port}:7000"],
                          env=dict(mtls_gw.env, **env), stderr=subprocess.PIPE)
     try:
-        def echoes():
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-                    s.sendall(b"over-tls!")
-                    return s.recv(9) == b"OVER-TLS!"
-            except OSError:
-                return False
-        wait_for(echoes, timeout=30, what="an echo through the forward over TLS")
+        wait_for(lambda: forward_answers(port, b"over-tls!", b"OVER-TLS!"), timeout=30,
+                 what="an echo through the forward over TLS")
     finally:
         p.terminate()
         p.communicate(timeout=10)

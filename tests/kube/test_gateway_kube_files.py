@@ -5,12 +5,11 @@
 # openshell-supervisor with the flags, policy and token the cluster holds
 # (the test apiserver has no kubelet), its workspace a local directory.
 import os
-import socket
 import subprocess
 
 from tests.lib.driver_util import mark_ready, poll
 from tests.lib.gateway_kube_util import cli_bg, play_supervisor, pods_of, secret_of, start_gateway
-from tests.lib.gateway_util import CLI, free_port
+from tests.lib.gateway_util import CLI, forward_answers, free_port
 
 POLICY = """version: 1
 filesystem_policy:
@@ -61,14 +60,8 @@ def test_files_and_ports_through_a_kubernetes_supervisors_session(kube, ns, gate
         p = subprocess.Popen([CLI, "sandbox", "port-forward", "kf1", f"{local}:7000"],
                              env=g.env, stderr=subprocess.PIPE)
         try:
-            def answers():
-                try:
-                    with socket.create_connection(("127.0.0.1", local), timeout=5) as s:
-                        s.sendall(b"ping")
-                        return s.recv(10) == b"PING"
-                except OSError:
-                    return False
-            poll(answers, 30, "the agent's server through the forward")
+            poll(lambda: forward_answers(local, b"ping", b"PING"), 30,
+                 "the agent's server through the forward")
         finally:
             p.terminate()
             p.communicate(timeout=10)
