@@ -65,6 +65,11 @@ int cmd_logs(struct cli *cli, int argc, char **argv);
 /* cmd_exec.c: sandbox exec / sandbox connect. */
 int cmd_exec(struct cli *cli, int argc, char **argv);
 int cmd_connect(struct cli *cli, int argc, char **argv);
+/* cmd_files.c: sandbox upload / download. */
+int cmd_upload(struct cli *cli, int argc, char **argv);
+int cmd_download(struct cli *cli, int argc, char **argv);
+/* cmd_forward.c: sandbox port-forward. */
+int cmd_port_forward(struct cli *cli, int argc, char **argv);
 int cmd_policy(struct cli *cli, int argc, char **argv);
 /* Polls revision rev of the policies at path until it is no longer pending:
  * CLI_OK loaded, CLI_FAIL failed, CLI_TIMEOUT after timeout_s. */

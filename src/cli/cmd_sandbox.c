@@ -334,10 +334,18 @@ int cmd_sandbox(struct cli *cli, int argc, char **argv)
 		return cmd_exec(cli, argc - 1, argv + 1);
 	if (!strcmp(sub, "connect"))
 		return cmd_connect(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "upload"))
+		return cmd_upload(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "download"))
+		return cmd_download(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "port-forward"))
+		return cmd_port_forward(cli, argc - 1, argv + 1);
 	if (argc != 2)
-		return cli_usage("usage: openshell sandbox "
-				 "create|list|get|delete|stop|start|logs|exec|connect "
-				 "[NAME]");
+		return cli_usage(
+			"usage: openshell sandbox "
+			"create|list|get|delete|stop|start|logs|exec|connect|upload|download|"
+			"port-forward "
+			"[NAME]");
 	if (!strcmp(sub, "get"))
 		return get(cli, argv[1]);
 	if (!strcmp(sub, "delete"))

@@ -51,6 +51,17 @@ static const struct cli_command commands[] = {
 	  "forwarded, -t gives it a terminal",
 	  FLAGS({ "--tty", 't', false }, { "--interactive", 'i', false }), true },
 	{ "sandbox", "connect", "NAME", "an interactive shell in it", NOFLAGS, false },
+	{ "sandbox", "upload", "NAME LOCAL [REMOTE]",
+	  "copy a file or directory into the workspace (REMOTE: relative to /sandbox, default "
+	  "the workspace itself), written as the agent could",
+	  NOFLAGS, false },
+	{ "sandbox", "download", "NAME REMOTE [LOCAL]",
+	  "copy a workspace file or directory out (LOCAL: default the current directory)", NOFLAGS,
+	  false },
+	{ "sandbox", "port-forward", "NAME LOCAL:REMOTE",
+	  "serve 127.0.0.1:LOCAL here, each connection carried to 127.0.0.1:REMOTE inside the "
+	  "sandbox; Ctrl-C stops it",
+	  NOFLAGS, false },
 	{ "policy", "set", "NAME --policy F [--wait] [--timeout S]",
 	  "a new policy revision (exit 0 loaded, 1 failed, 124 timeout with --wait)",
 	  FLAGS({ "--policy", 0, true }, { "--wait", 0, false }, { "--timeout", 0, true }), false },

@@ -446,6 +446,10 @@ bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char *
 		logs(gw, req, row, resp);
 	else if (n == 3 && !strcmp(parts[2], "exec"))
 		api_exec_route(gw, req, row, resp);
+	else if (n == 3 && (!strcmp(parts[2], "upload") || !strcmp(parts[2], "download")))
+		api_transfer_route(gw, req, row, !strcmp(parts[2], "upload"), resp);
+	else if (n == 3 && !strcmp(parts[2], "port-forward"))
+		api_forward_route(gw, req, row, resp);
 	else
 		api_error(resp, 404, "not_found", "no such sandbox route: %s %s", m, req->path);
 	return true;

@@ -204,6 +204,13 @@ void execs_free(struct gateway *gw);
 /* api_exec.c: POST /v1/sandboxes/NAME/exec and the relay's attach route. */
 bool api_exec_route(struct gateway *gw, const struct api_request *req, const json_t *row,
 		    struct api_response *resp);
+/* POST /v1/sandboxes/NAME/upload, /download and /port-forward: relayed
+ * like exec (docs/files.md). */
+#define TRANSFER_PATH_MAX 4096
+bool api_transfer_route(struct gateway *gw, const struct api_request *req, const json_t *row,
+			bool upload, struct api_response *resp);
+bool api_forward_route(struct gateway *gw, const struct api_request *req, const json_t *row,
+		       struct api_response *resp);
 void api_exec_attach_route(struct gateway *gw, const struct api_request *req, const char *id,
 			   const char *exec_id, struct api_response *resp);
 

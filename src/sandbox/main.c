@@ -24,6 +24,7 @@
 #include "spec.h"
 #include "status.h"
 #include "supervise.h"
+#include "transfer.h"
 
 struct options {
 	const char *spec_file;
@@ -172,6 +173,8 @@ static noreturn void agent_main(const struct launch_spec *s, const sigset_t *old
 		die_errno("fds", "restoring the signal mask");
 	if (sweep_fds(&err) < 0)
 		status_die("fds", &err, SBX_EXIT_LAUNCH_FAILED);
+	if (s->transfer_path) /* confined like the agent; no program to exec */
+		_exit(transfer_run(s));
 	exec_agent(s);
 }
 

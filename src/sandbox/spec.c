@@ -284,12 +284,37 @@ static int parse_placement(const json_t *root, struct launch_spec *s, os_error *
 	return 0;
 }
 
+/* "transfer": {"op": "upload"|"download", "path": P}, in place of argv. */
+static int parse_transfer(const json_t *root, struct launch_spec *s, os_error *err)
+{
+	static const char *const keys[] = { "op", "path", NULL };
+	const json_t *t = json_object_get(root, "transfer");
+	const char *op = NULL;
+	if (!t)
+		return 0;
+	if (json_object_get(root, "argv"))
+		return os_error_set(err, EINVAL, "transfer: excludes \"argv\"");
+	if (!json_is_object(t) || json_check_keys(t, keys, "transfer", err) < 0 ||
+	    json_get_string(t, "op", true, &op, err) < 0 ||
+	    str_value(json_object_get(t, "path"), "transfer.path", &s->transfer_path, err) < 0)
+		return os_error_prefix(err, "transfer");
+	if (strcmp(op, "upload") != 0 && strcmp(op, "download") != 0)
+		return os_error_set(err, EINVAL,
+				    "transfer.op: expected \"upload\" or \"download\"");
+	if (strlen(s->transfer_path) == 0 || strlen(s->transfer_path) > SPEC_MAX_PATH_LEN)
+		return os_error_set(err, EINVAL, "transfer.path: expected 1..%d bytes",
+				    SPEC_MAX_PATH_LEN);
+	s->transfer_upload = !strcmp(op, "upload");
+	return 0;
+}
+
 int spec_parse(const char *data, size_t len, struct launch_spec *s, os_error *err)
 {
 	static const char *const keys[] = {
-		"argv",	     "env",	"cwd",	"user",	 "group",	   "filesystem",
-		"landlock",  "rlimits", "tty",	"netns", "new_namespaces", "hostname",
-		"workspace", "cgroups", "join", NULL
+		"argv",		  "env",      "cwd",	   "user",    "group",
+		"filesystem",	  "landlock", "rlimits",   "tty",     "netns",
+		"new_namespaces", "hostname", "workspace", "cgroups", "join",
+		"transfer",	  NULL
 	};
 	size_t argc;
 	memset(s, 0, sizeof(*s));
@@ -299,7 +324,9 @@ int spec_parse(const char *data, size_t len, struct launch_spec *s, os_error *er
 		return os_error_prefix(err, "launch spec");
 	if (json_check_keys(s->root, keys, "launch spec", err) < 0)
 		return -1;
-	if (string_array(s->root, "argv", 1, SPEC_MAX_ARGV, false, &s->argv, &argc, err) < 0)
+	if (parse_transfer(s->root, s, err) < 0 ||
+	    string_array(s->root, "argv", s->transfer_path ? 0 : 1, SPEC_MAX_ARGV, false, &s->argv,
+			 &argc, err) < 0)
 		return -1;
 	if (parse_env(s->root, s, err) < 0 || parse_scalars(s->root, s, err) < 0 ||
 	    parse_filesystem(s->root, s, err) < 0 || parse_rlimits(s->root, s, err) < 0 ||

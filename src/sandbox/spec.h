@@ -50,6 +50,10 @@ struct launch_spec {
 	const char **cgroups; /* cgroup dirs joined first, NULL-terminated */
 	size_t n_cgroups;
 	int join_pidfd; /* pidfd whose namespaces an exec joins, or -1 */
+	/* "transfer": instead of exec'ing argv, receive (upload) or send a
+	 * workspace path as a transfer stream (transfer.c). */
+	const char *transfer_path; /* NULL: no transfer */
+	bool transfer_upload;
 };
 
 /* Parses and validates len bytes of spec JSON, resolving user/group names

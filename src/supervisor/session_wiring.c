@@ -44,9 +44,11 @@ int session_wiring_exec(const struct sup_options *o, struct sup_run *r, const js
 			       .launcher = o->desc.launcher,
 			       .agent_spec = spec,
 			       .agent_launcher = launcher,
-			       .unsupported = local ? NULL
-						    : "exec is not supported by this sandbox's "
-						      "backend (its agent runs in another Pod)" };
+			       .unsupported =
+				       local ? NULL
+					     : "exec, upload, download and port-forward are "
+					       "not supported by this sandbox's backend (its "
+					       "agent runs in another Pod)" };
 	if (!r->gateway)
 		return 0;
 	if (exec_service_new(&h, &r->exec, err) < 0)

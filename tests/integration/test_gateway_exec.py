@@ -86,6 +86,15 @@ def test_stdin_reaches_the_command_whole(gw):
     assert big.stdout.strip() == b"5000000", big
 
 
+def test_a_command_that_echoes_a_large_stdin_does_not_stall(gw):
+    """Both directions full at once: the gateway's relay must keep reading a
+    side while it owes that side bytes, or `cat` of a few MiB stalls for
+    ever (each end blocked writing to the other)."""
+    blob = os.urandom(8 << 20)
+    r = exec_(gw, "/bin/cat", stdin=blob)
+    assert r.returncode == 0 and r.stdout == blob, (r.returncode, len(r.stdout))
+
+
 def test_the_command_runs_inside_the_agents_sandbox(gw):
     r = exec_(gw, "/bin/sh", "-c",
               "pwd; id -u; cat agent.txt; ls /proc | grep -c '^[0-9]'; "

@@ -21,7 +21,7 @@ import warnings
 import pytest
 
 from tests.lib import build
-from tests.lib.gateway_util import CLI, GATEWAY, Gateway, free_port
+from tests.lib.gateway_util import CLI, GATEWAY, Gateway, forward_answers, free_port, wait_for
 from tests.lib.tls_util import (CLIENT_EXT, SERVER_EXT, client_ctx, make_pki, remove_pki, tls_env,
                       tls_gateway_env)
 
@@ -185,6 +185,28 @@ def test_mtls_cli_lists_creates_and_execs(mtls_gw, pki):
     r = mtls_gw.cli("sandbox", "exec", "tlsbox", "--", "/bin/true",
                     env=tls_env(mtls_gw, ca=pki["ca.pem"]))
     assert r.returncode == 1 and "requires a client certificate" in r.stderr, r
+    # upload / download / port-forward ride the same TLS connection kind
+    # (docs/files.md): a file larger than any record both ways, one echo.
+    up = os.path.join(mtls_gw.state_dir, "up.bin")
+    with open(up, "wb") as f:
+        f.write(blob)
+    r = mtls_gw.cli("sandbox", "upload", "tlsbox", up, env=env)
+    assert r.returncode == 0, r
+    down = os.path.join(mtls_gw.state_dir, "down.bin")
+    r = mtls_gw.cli("sandbox", "download", "tlsbox", "up.bin", down, env=env)
+    assert r.returncode == 0 and open(down, "rb").read() == blob, r
+    exec_("nohup /usr/bin/python3 -c \"import socket; s = socket.socket(); "
+          "s.bind(('127.0.0.1', 7000)); s.listen(); c = s.accept()[0]; "
+          "c.sendall(c.recv(9).upper())\" >/dev/null 2>&1 &")
+    port = free_port()
+    p = subprocess.Popen([CLI, "sandbox", "port-forward", "tlsbox", f"{port}:7000"],
+                         env=dict(mtls_gw.env, **env), stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: forward_answers(port, b"over-tls!", b"OVER-TLS!"), timeout=30,
+                 what="an echo through the forward over TLS")
+    finally:
+        p.terminate()
+        p.communicate(timeout=10)
 
 
 def test_a_stalled_handshake_is_closed_by_the_head_deadline(tls_gw, pki):

@@ -64,6 +64,15 @@ def test_positive_control_agent_runs(work):
     b'{"argv":["/bin/true"],"user":65534,"group":65534,"filesystem":{"read_write":["/"]}}',
     b'{"argv":["/bin/true"],"user":65534,"group":65534,"filesystem":{"read_only":["rel"]}}',
     b'{"argv":["/bin/true"],"user":65534,"group":65534,"rlimits":{"core":5}}',
+    # transfer (docs/files.md) replaces argv, never joins it, and is checked
+    # field by field (its positive controls: test_sandbox_files.py).
+    b'{"user":65534,"group":65534}',
+    b'{"argv":["/bin/true"],"user":65534,"group":65534,'
+    b'"transfer":{"op":"upload","path":"a"}}',
+    b'{"user":65534,"group":65534,"transfer":{"op":"delete","path":"a"}}',
+    b'{"user":65534,"group":65534,"transfer":{"op":"upload"}}',
+    b'{"user":65534,"group":65534,"transfer":{"op":"upload","path":""}}',
+    b'{"user":65534,"group":65534,"transfer":{"op":"upload","path":"a","mode":1}}',
 ])
 def test_bad_spec_fails_at_step_spec(work, bad):
     r = su.run(None, raw_spec=bad)

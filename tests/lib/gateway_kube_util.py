@@ -94,9 +94,10 @@ def secret_of(kube, ns, sid):
     return {k: base64.b64decode(v).decode() for k, v in sec["data"].items()}
 
 
-def play_supervisor(g, sid, sec, endpoint):
+def play_supervisor(g, sid, sec, endpoint, workdir=None, agent=("sleep", "300")):
     """The supervisor Pod's process (the test apiserver has no kubelet), run
-    here with exactly the policy and token its Secret holds; recorded on g so
+    here with exactly the policy and token its Secret holds (and, with
+    workdir, the Pod's workspace volume as that directory); recorded on g so
     the test's teardown stops it."""
     from tests.lib.sandbox_util import LAUNCHER
     d = os.path.join(g.state_dir, f"played-{sid}")
@@ -110,7 +111,8 @@ def play_supervisor(g, sid, sec, endpoint):
     p = subprocess.Popen([gateway_util.SUPERVISOR, "--backend", "inpod", "--sandbox-id", sid,
                           "--proxy-port", "3128", "--launcher", LAUNCHER, "--policy", pol,
                           "--audit-log", "/dev/null", "--gateway", endpoint,
-                          "--token-file", tok, "--", "sleep", "300"],
+                          "--token-file", tok,
+                          *(["--workdir", workdir] if workdir else []), "--", *agent],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     g.played = getattr(g, "played", []) + [p]
     return p

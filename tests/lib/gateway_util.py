@@ -31,6 +31,24 @@ def free_port():
     return port
 
 
+def forward_answers(port, send, want, timeout=5):
+    """Whether a connection to 127.0.0.1:port (a `sandbox port-forward`
+    listener) answers send with exactly want; False when it cannot connect
+    or the answer differs (for wait_for while the far server comes up)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(send)
+            got = b""
+            while len(got) < len(want):
+                d = s.recv(len(want) - len(got))
+                if not d:
+                    break
+                got += d
+            return got == want
+    except OSError:
+        return False
+
+
 def osb_links():
     """Supervisor-side veths (osbN) in this namespace."""
     out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout

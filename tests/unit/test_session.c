@@ -213,6 +213,27 @@ static void test_known_messages_are_checked_field_by_field(void **state)
 		   -1, "term");
 }
 
+#define ID "\"id\":\"00112233445566778899aabbccddeeff\""
+
+static void test_transfer_and_forward_messages_are_checked(void **state)
+{
+	check_line("{\"type\":\"transfer\"," ID ",\"op\":\"upload\",\"path\":\"a/b\"}\n", 0, NULL);
+	check_line("{\"type\":\"transfer\"," ID ",\"op\":\"download\",\"path\":\".\"}\n", 0, NULL);
+	check_line("{\"type\":\"transfer\"," ID ",\"op\":\"delete\",\"path\":\"a\"}\n", -1, "op");
+	check_line("{\"type\":\"transfer\"," ID ",\"op\":\"upload\",\"path\":\"\"}\n", -1, "path");
+	check_line("{\"type\":\"transfer\"," ID ",\"op\":\"upload\",\"path\":\"a\\u0000b\"}\n", -1,
+		   "NUL");
+	check_line("{\"type\":\"transfer\",\"id\":\"../x\",\"op\":\"upload\",\"path\":\"a\"}\n", -1,
+		   "id");
+	check_line("{\"type\":\"transfer\"," ID ",\"op\":\"upload\",\"path\":\"a\",\"uid\":0}\n",
+		   -1, "uid");
+	check_line("{\"type\":\"forward\"," ID ",\"port\":8080}\n", 0, NULL);
+	check_line("{\"type\":\"forward\"," ID ",\"port\":0}\n", -1, "port");
+	check_line("{\"type\":\"forward\"," ID ",\"port\":65536}\n", -1, "port");
+	check_line("{\"type\":\"forward\"," ID ",\"port\":80,\"host\":\"10.0.0.1\"}\n", -1, "host");
+	check_line("{\"type\":\"forward\",\"port\":80}\n", -1, "id");
+}
+
 static void test_unknown_types_are_skipped_not_fatal(void **state)
 {
 	static const char *const lines[] = { "{\"type\":\"resize-all\",\"id\":7}\n",
@@ -382,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_refused_session_carries_the_gateway_words),
 		cmocka_unit_test(test_unframed_or_badly_framed_bodies_are_refused),
 		cmocka_unit_test(test_known_messages_are_checked_field_by_field),
+		cmocka_unit_test(test_transfer_and_forward_messages_are_checked),
 		cmocka_unit_test(test_unknown_types_are_skipped_not_fatal),
 		cmocka_unit_test(test_a_line_over_the_cap_is_refused),
 		cmocka_unit_test(test_callback_error_ends_the_stream),

@@ -50,6 +50,11 @@ void exec_service_free(struct exec_service *x);
 json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, const char *term,
 			     int join_fd, os_error *err);
 
+/* The transfer launch spec (docs/files.md): the agent's, joined, with
+ * "transfer" in place of argv. Exposed for tests. */
+json_t *exec_spec_for_transfer(const json_t *agent, bool upload, const char *path, int join_fd,
+			       os_error *err);
+
 /* exec_sock.c: the relay's connection to the gateway, through TLS when ssl
  * is set (an https:// gateway). Reads: bytes, 0 at the end, -1 with errno
  * (EAGAIN: a TLS record that carried no data, or nothing yet on a
@@ -77,7 +82,14 @@ struct exec_pump_args {
 	uint16_t rows, cols;
 	const uint8_t *early; /* frames that arrived with the 101 answer */
 	size_t early_len;
+	uint16_t forward_port; /* non-zero: a forwarded connection, no launcher */
 };
 __attribute__((noreturn)) void exec_pump_main(const struct exec_pump_args *a);
+
+/* exec_forward.c: the relay of one forwarded connection (`sandbox
+ * port-forward`): enters the sandbox's network namespace, connects to
+ * 127.0.0.1:forward_port there and moves bytes as frames until either side
+ * is done; never returns. */
+__attribute__((noreturn)) void exec_forward_main(const struct exec_pump_args *a);
 
 #endif

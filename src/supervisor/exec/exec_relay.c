@@ -63,8 +63,10 @@ void exec_service_set_session(struct exec_service *x, struct gw_session *s)
 	x->session = s;
 }
 
-json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, const char *term,
-			     int join_fd, os_error *err)
+/* The agent's spec joined instead of created: what creates a sandbox
+ * goes; what confines one stays (user, env, filesystem, Landlock mode,
+ * rlimits, cgroups, cwd). */
+static json_t *joining_spec(const json_t *agent, int join_fd, os_error *err)
 {
 	if (!json_is_true(json_object_get(agent, "new_namespaces"))) {
 		os_error_set(
@@ -77,15 +79,36 @@ json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, 
 		os_error_set(err, ENOMEM, "exec spec");
 		return NULL;
 	}
-	/* What creates a sandbox goes; what confines one stays (user, env,
-	 * filesystem, Landlock mode, rlimits, cgroups, cwd). */
 	static const char *const creating[] = { "new_namespaces", "netns", "hostname",
 						"workspace" };
 	for (size_t i = 0; i < ARRAY_SIZE(creating); i++)
 		json_object_del(s, creating[i]);
+	json_object_set_new(s, "join", json_integer(join_fd));
+	return s;
+}
+
+json_t *exec_spec_for_transfer(const json_t *agent, bool upload, const char *path, int join_fd,
+			       os_error *err)
+{
+	json_t *s = joining_spec(agent, join_fd, err);
+	if (!s)
+		return NULL;
+	json_object_del(s, "argv");
+	json_object_del(s, "tty");
+	json_object_set_new(
+		s, "transfer",
+		json_pack("{s:s, s:s}", "op", upload ? "upload" : "download", "path", path));
+	return s;
+}
+
+json_t *exec_spec_from_agent(const json_t *agent, const json_t *argv, bool tty, const char *term,
+			     int join_fd, os_error *err)
+{
+	json_t *s = joining_spec(agent, join_fd, err);
+	if (!s)
+		return NULL;
 	json_object_set_new(s, "argv", json_deep_copy(argv));
 	json_object_set_new(s, "tty", json_boolean(tty));
-	json_object_set_new(s, "join", json_integer(join_fd));
 	/* The client's terminal, so a shell and full-screen programs draw for
 	 * it; everything else in env stays the agent's. */
 	json_t *env = json_object_get(s, "env");
@@ -232,6 +255,8 @@ __attribute__((noreturn)) static void relay_main(const struct gw_endpoint *ep, S
 	}
 	a->early = (const uint8_t *)rest.data;
 	a->early_len = rest.len;
+	if (a->forward_port)
+		exec_forward_main(a);
 	exec_pump_main(a);
 }
 
@@ -244,6 +269,20 @@ static void relay_exited(struct loop *l, struct loop_child *c, const struct loop
 		if (r->x->relays[i] == r)
 			r->x->relays[i] = NULL;
 	free(r);
+}
+
+/* What the launcher runs: the command, or a transfer. A forwarded
+ * connection starts no launcher: its relay only needs something to say the
+ * sandbox can be joined (the agent's spec says it has namespaces). */
+static json_t *spec_for(const struct exec_service *x, const struct session_msg *m, os_error *err)
+{
+	if (m->type == SESSION_MSG_TRANSFER)
+		return exec_spec_for_transfer(x->spec, m->transfer_upload, m->transfer_path,
+					      EXEC_JOIN_FD, err);
+	if (m->type == SESSION_MSG_FORWARD)
+		return joining_spec(x->spec, EXEC_JOIN_FD, err);
+	return exec_spec_from_agent(x->spec, m->exec_argv, m->exec_tty, m->exec_term, EXEC_JOIN_FD,
+				    err);
 }
 
 void exec_service_request(void *user, const struct session_msg *m)
@@ -273,8 +312,7 @@ void exec_service_request(void *user, const struct session_msg *m)
 	else if (slot == RELAYS_MAX)
 		os_error_set(&err, EBUSY, "too many exec sessions at once (max %d)", RELAYS_MAX);
 	else if ((join = sandbox_init_pidfd(x->h.agent_launcher, &err)) >= 0 &&
-		 (spec = exec_spec_from_agent(x->spec, m->exec_argv, m->exec_tty, m->exec_term,
-					      EXEC_JOIN_FD, &err)) != NULL)
+		 (spec = spec_for(x, m, &err)) != NULL)
 		spec_text = json_to_string(spec);
 	if (!spec_text) {
 		snprintf(why, sizeof why, "%s", err.msg[0] ? err.msg : "out of memory");
@@ -285,7 +323,9 @@ void exec_service_request(void *user, const struct session_msg *m)
 				    .spec = spec_text,
 				    .tty = m->exec_tty,
 				    .rows = m->exec_rows,
-				    .cols = m->exec_cols };
+				    .cols = m->exec_cols,
+				    .forward_port =
+					    m->type == SESSION_MSG_FORWARD ? m->forward_port : 0 };
 	SSL_CTX *tls = NULL;
 	const struct gw_endpoint *ep = gw_session_endpoint(x->session, &tls);
 	pid_t pid = fork();
@@ -306,7 +346,9 @@ void exec_service_request(void *user, const struct session_msg *m)
 	r->x = x;
 	r->pid = pid;
 	x->relays[slot] = r;
-	if (!error && egress_add_entry(x->h.egress, pid, &err) < 0)
+	/* Only a command makes connections of its own for the proxy to judge;
+	 * a transfer or a forward never goes through it. */
+	if (!error && m->type == SESSION_MSG_EXEC && egress_add_entry(x->h.egress, pid, &err) < 0)
 		log_warn("exec %s: the command's connections will be unidentified: %s", m->exec_id,
 			 err.msg);
 	log_info("exec %s: relay %d started%s%s", m->exec_id, (int)pid, error ? ": " : "",

@@ -177,6 +177,8 @@ static int on_message(void *user, const struct session_msg *m, os_error *err)
 	case SESSION_MSG_PING:
 		return 0;
 	case SESSION_MSG_EXEC:
+	case SESSION_MSG_TRANSFER:
+	case SESSION_MSG_FORWARD:
 		if (!s->up)
 			return os_error_set(err, EPROTO, "exec before hello");
 		if (s->o.exec)

@@ -26,8 +26,9 @@
 typedef int (*gw_session_apply_fn)(void *user, const char *yaml, size_t len, uint64_t revision,
 				   os_error *err);
 
-/* A command to run in the sandbox (m->type SESSION_MSG_EXEC); the owner
- * dials back with gw_session_exec_request. */
+/* A command to run in the sandbox, a transfer or a forwarded connection
+ * (m->type SESSION_MSG_EXEC, _TRANSFER, _FORWARD); the owner dials back
+ * with gw_session_exec_request. */
 typedef void (*gw_session_exec_fn)(void *user, const struct session_msg *m);
 
 struct gw_session_options {

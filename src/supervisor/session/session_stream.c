@@ -76,6 +76,47 @@ static int exec_argv(const json_t *o, struct session_msg *m, os_error *err)
 	return 1;
 }
 
+static bool exec_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	return n >= 16 && n < SESSION_EXEC_ID_MAX && strspn(id, "0123456789abcdef") == n;
+}
+
+/* {"type":"transfer","id":HEX,"op":"upload"|"download","path":P} */
+static int transfer_msg(const json_t *o, struct session_msg *m, os_error *err)
+{
+	static const char *const keys[] = { "type", "id", "op", "path", NULL };
+	const char *op = NULL;
+	m->type = SESSION_MSG_TRANSFER;
+	if (json_check_keys(o, keys, "transfer message", err) < 0 ||
+	    json_get_string(o, "id", true, &m->exec_id, err) < 0 ||
+	    json_get_string(o, "op", true, &op, err) < 0 ||
+	    json_get_string(o, "path", true, &m->transfer_path, err) < 0)
+		return err->code = EPROTO, -1;
+	size_t pl = json_string_length(json_object_get(o, "path"));
+	if (!exec_id_ok(m->exec_id) || (strcmp(op, "upload") && strcmp(op, "download")) ||
+	    pl == 0 || pl > SESSION_TRANSFER_PATH_MAX || strlen(m->transfer_path) != pl)
+		return os_error_set(err, EPROTO, "transfer message: bad id, op or path");
+	m->transfer_upload = !strcmp(op, "upload");
+	return 1;
+}
+
+/* {"type":"forward","id":HEX,"port":N} */
+static int forward_msg(const json_t *o, struct session_msg *m, os_error *err)
+{
+	static const char *const keys[] = { "type", "id", "port", NULL };
+	int64_t port = 0;
+	m->type = SESSION_MSG_FORWARD;
+	if (json_check_keys(o, keys, "forward message", err) < 0 ||
+	    json_get_string(o, "id", true, &m->exec_id, err) < 0 ||
+	    json_get_int(o, "port", true, 1, 65535, &port, err) < 0)
+		return err->code = EPROTO, -1;
+	if (!exec_id_ok(m->exec_id))
+		return os_error_set(err, EPROTO, "forward message: bad id");
+	m->forward_port = (uint16_t)port;
+	return 1;
+}
+
 int session_msg_parse(const char *line, size_t len, json_t **holder, struct session_msg *m,
 		      os_error *err)
 {
@@ -134,12 +175,14 @@ int session_msg_parse(const char *line, size_t len, json_t **holder, struct sess
 			return err->code = EPROTO, -1;
 		if (m->exec_term && (!m->exec_tty || !execframe_term_ok(m->exec_term)))
 			return os_error_set(err, EPROTO, "exec message: bad term");
-		size_t idn = strlen(m->exec_id);
-		if (idn < 16 || idn >= SESSION_EXEC_ID_MAX ||
-		    strspn(m->exec_id, "0123456789abcdef") != idn)
+		if (!exec_id_ok(m->exec_id))
 			return os_error_set(err, EPROTO, "exec message: bad id");
 		return exec_argv(o, m, err);
 	}
+	if (!strcmp(type, "transfer"))
+		return transfer_msg(o, m, err);
+	if (!strcmp(type, "forward"))
+		return forward_msg(o, m, err);
 	return 0;
 }
 

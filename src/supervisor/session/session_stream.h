@@ -9,6 +9,10 @@
  *   {"type":"ping"}
  *   {"type":"exec","id":HEX,"argv":[...],"tty":B,"rows":N,"cols":N}
  *                         run a command in the sandbox (docs/exec.md)
+ *   {"type":"transfer","id":HEX,"op":"upload"|"download","path":P}
+ *   {"type":"forward","id":HEX,"port":N}
+ *                         a file transfer or one forwarded connection, relayed
+ *                         like an exec (docs/files.md)
  * Unknown types are skipped (the gateway may add kinds); a known type with
  * missing, extra or mistyped fields ends the stream with an error. */
 #ifndef OS_SUPERVISOR_SESSION_STREAM_H
@@ -32,10 +36,13 @@ enum session_msg_type {
 	SESSION_MSG_POLICY,
 	SESSION_MSG_PING,
 	SESSION_MSG_EXEC,
+	SESSION_MSG_TRANSFER,
+	SESSION_MSG_FORWARD,
 };
 
 #define SESSION_EXEC_ID_MAX 64
 #define SESSION_EXEC_ARGV_MAX 256
+#define SESSION_TRANSFER_PATH_MAX 4096
 
 struct session_msg {
 	enum session_msg_type type;
@@ -43,11 +50,14 @@ struct session_msg {
 	uint64_t revision; /* hello: latest policy revision; policy: its revision */
 	const char *policy; /* policy: NUL-terminated YAML */
 	size_t policy_len;
-	const char *exec_id; /* exec: [0-9a-f], 16..63 chars */
+	const char *exec_id; /* exec, transfer, forward: [0-9a-f], 16..63 chars */
 	const struct json_t *exec_argv; /* exec: array of 1..256 strings */
 	bool exec_tty;
 	uint16_t exec_rows, exec_cols; /* exec with tty: initial size (0: unknown) */
 	const char *exec_term; /* exec with tty: the client's TERM (execframe_term_ok), or NULL */
+	const char *transfer_path; /* transfer: the workspace path, 1..4096 bytes */
+	bool transfer_upload; /* transfer: upload (else download) */
+	uint16_t forward_port; /* forward: the port on the sandbox's loopback */
 };
 
 /* Returns < 0 (err set) to end the stream. */
