@@ -109,6 +109,12 @@ struct driver_ops {
 	/* What GET /v1/gateway/status shows under the driver's name (a new
 	 * reference), or NULL when the driver has nothing to say. */
 	json_t *(*health)(struct driver *d);
+	/* Optional: the sandbox's log (audit: its decision records) as the read
+	 * end of a pipe, non-blocking, which the host streams until EOF and
+	 * closes; the driver fills it off the loop (follow: until the log
+	 * ends). For drivers whose logs are not files in the state directory. */
+	int (*logs)(struct driver *d, const json_t *record, bool audit, bool follow, int *fd,
+		    os_error *err);
 };
 
 #define DRIVER_DISPATCH_EVENT 1u

@@ -382,6 +382,22 @@ static void logs(struct gateway *gw, const struct api_request *req, json_t *row,
 	const char *dir =
 		json_string_value(json_object_get(json_object_get(rec, "placement"), "state_dir"));
 	const char *id = json_string_value(json_object_get(row, "id"));
+	const struct driver_ops *ops = gw->driver->ops;
+	if (!dir && ops->logs) {
+		os_error err = { 0 };
+		int fd = -1;
+		if (ops->logs(gw->driver, rec, query_flag(req->query, "audit"),
+			      query_flag(req->query, "follow"), &fd, &err) < 0) {
+			api_error(resp, err.code == EBUSY ? 503 : 502,
+				  err.code == EBUSY ? "busy" : "backend", "%s", err.msg);
+			return;
+		}
+		resp->stream_pipe = true;
+		resp->stream_fd = fd;
+		resp->stream = true;
+		resp->status = 200;
+		return;
+	}
 	if (!dir) {
 		api_error(resp, 422, "unsupported", "logs are not available for the %s driver",
 			  json_string_value(json_object_get(rec, "driver")));

@@ -75,6 +75,10 @@ struct api_response {
 	char stream_path[PATH_MAX];
 	uint64_t stream_offset;
 	bool follow;
+	/* Streamed from this pipe (non-blocking, closed with the connection)
+	 * instead of stream_path: a driver's log (driver_ops.logs). */
+	bool stream_pipe;
+	int stream_fd;
 	char stream_sandbox[64]; /* follow until this sandbox stops running */
 	bool session; /* a supervisor session stream for stream_sandbox */
 	/* sandbox exec (exec.c): the client's connection waits for the relay

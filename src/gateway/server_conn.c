@@ -57,6 +57,8 @@ void server_conn_close(struct conn *c)
 	buf_free(&c->in);
 	buf_free(&c->out);
 	json_decref(c->resp.body);
+	if (c->resp.stream_pipe)
+		close(c->resp.stream_fd); /* the driver's writer then ends (EPIPE) */
 	json_decref(c->watch_seen);
 	unlink_conn(c);
 	free(c);

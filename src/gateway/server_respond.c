@@ -133,10 +133,18 @@ void server_conn_stream_tick(struct conn *c)
 	bool running = c->resp.follow && lifecycle_running(c->srv->gw, c->resp.stream_sandbox);
 	_cleanup_free_ char *chunk = malloc(STREAM_READ);
 	ssize_t n = 0;
-	int fd = open(c->resp.stream_path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && chunk) {
-		n = pread(fd, chunk, STREAM_READ, (off_t)c->resp.stream_offset);
-		close(fd);
+	if (c->resp.stream_pipe) {
+		/* A driver's log: its writer ends it (EOF); nothing yet: next tick. */
+		n = chunk ? read(c->resp.stream_fd, chunk, STREAM_READ) : -1;
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		running = false;
+	} else {
+		int fd = open(c->resp.stream_path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && chunk) {
+			n = pread(fd, chunk, STREAM_READ, (off_t)c->resp.stream_offset);
+			close(fd);
+		}
 	}
 	if (n > 0) {
 		c->resp.stream_offset += (uint64_t)n;

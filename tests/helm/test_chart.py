@@ -445,6 +445,7 @@ def test_rbac_denies_pods_elsewhere_and_anything_beyond_the_driver(kube, release
     ("update", "pods", "", False), ("update", "secrets", "", False),
     ("patch", "networkpolicies", "networking.k8s.io", False),
     ("deletecollection", "pods", "", False), ("create", "pods/exec", "", False),
+    ("get", "pods/log", "", True), ("create", "pods/attach", "", False),
     ("create", "roles", "rbac.authorization.k8s.io", False),
 ])
 def test_rbac_verbs_in_the_sandbox_namespace(kube, release, verb, resource, group, allowed):

@@ -76,11 +76,15 @@ class Release:
     def gateway_log(self):
         return nodelib.logs(self.c, self.ns, self.pod["metadata"]["name"])
 
+    def cli_env(self, token=None):
+        """The environment the host's CLI runs in against this release."""
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home,
+                "OPENSHELL_GATEWAY": self.url,
+                "OPENSHELL_TOKEN": self.token if token is None else token}
+
     def cli(self, *args, token=None, timeout=300):
         """The host's CLI against this release; a CompletedProcess."""
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home,
-               "OPENSHELL_GATEWAY": self.url,
-               "OPENSHELL_TOKEN": self.token if token is None else token}
+        env = self.cli_env(token)
         return subprocess.run([build.binary("openshell"), *args], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env, timeout=timeout)
 

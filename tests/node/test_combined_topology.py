@@ -10,11 +10,11 @@ connection that ignores the proxy is refused by the fence inside the Pod (a
 canary on the host sees nothing); the supervisor's log holds the audit
 records, and the agent cannot write the network sysctls the supervisor
 could."""
-import json
+import json, subprocess
 
 import pytest
 
-from tests.lib import nodelib
+from tests.lib import build, nodelib
 from tests.lib.helm_release import (HostServers, Release, assert_audited,
                                      assert_canary_reachable_unfenced)
 
@@ -74,6 +74,11 @@ def test_combined_sandbox_egress_only_through_its_supervisor(release, servers, t
     assert "403" in out and "denied_rc=1" in out, out
     assert "direct_rc=0" not in out, out
     assert "sysctl_rc=0" not in out, out
+    # `sandbox logs --follow` streams the Pod's log through the API until
+    # the sandbox is deleted (below); what it has shown so far is the agent's.
+    follower = subprocess.Popen([build.binary("openshell"), "sandbox", "logs", "comb1",
+                                 "--follow"], stdout=subprocess.PIPE, text=True,
+                                env=release.cli_env())
     # The allowed request left from the Pod itself (its proxy); nothing
     # reached the canary, neither through the proxy nor directly.
     assert [h[0] for h in servers.allowed_hits] == [pod["status"]["podIP"]], servers.allowed_hits
@@ -82,3 +87,6 @@ def test_combined_sandbox_egress_only_through_its_supervisor(release, servers, t
     assert_audited(c, ns, name, servers)
     assert_canary_reachable_unfenced(release, servers, "canary-control-c")
     assert release.cli("sandbox", "delete", "comb1").returncode == 0
+    # The follower ends by itself once the Pod (and so its log) is gone.
+    out, _ = follower.communicate(timeout=90)
+    assert follower.returncode == 0 and "agent-done" in out and "allowed_rc=0" in out, out

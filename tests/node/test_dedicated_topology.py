@@ -9,6 +9,8 @@ proxy's 403, and a direct connection that ignores the proxy is stopped by the
 enforced fence (a canary on the host sees nothing, while an unfenced Pod's
 connection reaches it). The supervisor's log holds the audit records."""
 
+import json
+
 import pytest
 
 from tests.lib import nodelib
@@ -97,6 +99,15 @@ def test_dedicated_sandbox_egress_only_through_its_gvisor_supervisor(release, se
 
     assert_audited(c, ns, sup["metadata"]["name"], servers)
     assert_canary_reachable_unfenced(release, servers, "canary-control")
+
+    # `sandbox logs` reads the kubelet's logs through the API (pods/log, the
+    # chart's RBAC): the agent's output, and the supervisor's records.
+    r = release.cli("sandbox", "logs", "ded1")
+    assert r.returncode == 0 and "allowed_rc=0" in r.stdout and "agent-done" in r.stdout, r
+    recs = [json.loads(l) for l in release.cli("-o", "json", "sandbox", "logs", "ded1",
+                                               "--audit").stdout.splitlines() if l.strip()]
+    assert any(a.get("dport") == servers.canary_port and a["decision"] == "deny"
+               for a in recs), recs
 
     # The supervisor runs on gVisor's kernel ("Linux version 4.19.0-gvisor"),
     # seen from inside its Pod; the workload (runc) on the host's.

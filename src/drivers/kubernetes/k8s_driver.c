@@ -530,6 +530,7 @@ static const struct driver_ops k8s_ops = {
 	.dispatch = k8s_dispatch,
 	.resync_ms = 30000,
 	.health = k8s_health,
+	.logs = k8s_logs,
 };
 
 struct driver *k8s_driver_new(struct k8s_settings *settings, struct k8s_client *client,

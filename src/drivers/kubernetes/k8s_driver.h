@@ -125,6 +125,11 @@ int k8s_event_fd(struct driver *d);
 int k8s_dispatch(struct driver *d, unsigned why, os_error *err);
 json_t *k8s_health(struct driver *d);
 bool k8s_host_free(struct k8s_driver *k);
+/* A new client for a thread of its own (its calls may wait long). */
+struct k8s_client *k8s_host_client(os_error *err);
+/* k8s_logs.c: the driver's logs op (driver.h). */
+int k8s_logs(struct driver *d, const json_t *record, bool audit, bool follow, int *fd,
+	     os_error *err);
 
 int k8s_status(struct driver *d, json_t *record, json_t **status, os_error *err);
 /* One dedicated sandbox's check (fence, supervisor alive, ungate) with

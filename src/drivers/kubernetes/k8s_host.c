@@ -361,6 +361,11 @@ bool k8s_host_free(struct k8s_driver *k)
 
 /* on_loop: the client the gateway's loop calls through, whose every call
  * is bounded by K8S_CALL_BUDGET_MS; else the watch thread's. */
+struct k8s_client *k8s_host_client(os_error *err)
+{
+	return connect_client(false, err);
+}
+
 static struct k8s_client *connect_client(bool on_loop, os_error *err)
 {
 	struct k8s_creds creds;

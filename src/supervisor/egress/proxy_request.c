@@ -294,8 +294,9 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 		const struct http_header *h = &req->headers.v[i];
 		if ((is_hop_header(h->name) && !proxy_ws_hop_kept(c, h->name)) ||
 		    proxy_ws_header_dropped(c, h->name) || proxy_sigv4_drops(c, h->name) ||
-		    (c->mw_replaced && (str_ieq(h->name.p, h->name.len, "content-length", 14) ||
-					str_ieq(h->name.p, h->name.len, "transfer-encoding", 17))) ||
+		    (c->mw_replaced &&
+		     (str_ieq(h->name.p, h->name.len, "content-length", 14) ||
+		      str_ieq(h->name.p, h->name.len, "transfer-encoding", 17))) ||
 		    (c->continue_sent && str_ieq(h->name.p, h->name.len, "expect", 6)))
 			continue; /* a rewritten body has its own length (below) */
 		/* Toward a credential-bound endpoint, or an upstream that ever
