@@ -640,6 +640,15 @@ def sh_passing():
             "exit_now": share("exit-now", "http://other.test:8000/sh-exit-now")}
 
 
+@probe
+def sh_fdpass():
+    """Inet sockets changing hands by descriptor passing (fdpass_guard)."""
+    return {"park": share("park", "http://other.test:8000/sh-park"),
+            "send_fds": share("send-fds", "http://other.test:8000/sh-send-fds"),
+            "lend": share("lend", "http://other.test:8000/sh-lend"),
+            "files": share("pass-files", "-")}
+
+
 # ---- credential leakage -------------------------------------------------------------
 PH = "openshell:resolve:env:GITHUB_TOKEN"
 
