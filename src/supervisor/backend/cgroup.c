@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -261,6 +262,27 @@ static int write_memory(const char *dir, enum cgroup_version v, uint64_t bytes, 
 		       : 0;
 }
 
+/* Can a process move into dir? A child tries and exits (the directory is
+ * empty again at once): the launcher's join must not be the first try. */
+static bool joinable(const char *dir)
+{
+	char path[PATH_MAX];
+	if (str_format(path, sizeof path, NULL, "%s/cgroup.procs", dir) < 0)
+		return false;
+	pid_t pid = fork();
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		_exit(fd >= 0 && write(fd, "0", 1) == 1 ? 0 : 1);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* The cgroup2 directory of the sandbox: one of the limits' directories when
  * they live in the cgroup2 hierarchy, else one of its own (no controller
  * needed: membership and BPF attachment are the core's). */
@@ -277,8 +299,17 @@ static int place_membership(const char *id, const struct cgroup_layout *lay,
 			out->v2 = (int)i;
 			return 0;
 		}
-	if (make_dir(&lay->unified, NULL, 0, id, out, err) < 0)
-		return -1;
+	/* Membership was not asked for: where the hierarchy is not ours to
+	 * use (a read-only or undelegated cgroupfs in a Pod), the sandbox goes
+	 * without, as before, rather than failing the launcher's join. */
+	os_error local = { 0 };
+	if (make_dir(&lay->unified, NULL, 0, id, out, &local) < 0)
+		return 0;
+	if (!joinable(want)) {
+		rmdir(want);
+		out->n--;
+		return 0;
+	}
 	out->v2 = (int)out->n - 1;
 	return 0;
 }

@@ -62,7 +62,9 @@ struct sandbox_cgroups {
 
 /* Creates <root>/openshell/<sandbox_id> for each controller a limit needs
  * and writes the limits, and one in the cgroup2 hierarchy when a cgroup2
- * mount exists (the same directory when it also holds the limits). An
+ * mount exists (the same directory when it also holds the limits; where a
+ * process cannot move into it, none, without error: membership was not
+ * asked for). An
  * empty leftover directory of a crashed run is replaced; one that still
  * holds processes is an error. On error nothing created is left behind. */
 int cgroup_create(const char *sandbox_id, const struct cgroup_limits *lim,
