@@ -68,6 +68,11 @@ struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial)
 	return policy_holder_acquire(p->cfg.policy);
 }
 
+uint64_t proxy_policy_serial(const struct proxy *p)
+{
+	return p->serial;
+}
+
 unsigned proxy_conn_count(const struct proxy *p)
 {
 	return p->n_conns;

@@ -174,6 +174,11 @@ void conn_close(struct conn *c);
 void conn_update_interest(struct conn *c);
 void conn_step(struct conn *c);
 struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial);
+/* Bumped by every policy update (proxy_policy_changed). */
+uint64_t proxy_policy_serial(const struct proxy *p);
+/* The L4 decision for c's host:port and caller under g (proxy_request.c). */
+void proxy_decide_connect(const struct conn *c, const struct policy_gen *g,
+			  struct policy_decision *d);
 const struct proxy_config *proxy_cfg(const struct proxy *p);
 struct secret_echo *proxy_echo(const struct proxy *p);
 struct denials *proxy_denials(const struct proxy *p);
