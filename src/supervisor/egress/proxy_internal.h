@@ -141,6 +141,10 @@ struct conn {
 	 * and the proxy steps it again when the budget resumes). */
 	size_t charged;
 	bool mem_waiting;
+	/* Read interest is off on that side while the connection relays
+	 * (backpressure): its receive queue may fill without an event, so its
+	 * whole receive buffer is charged (conn_update_interest sets them). */
+	bool client_paused, upstream_paused;
 	struct loop_defer *resume;
 	bool up_slot; /* holds one of the sandbox's upstream connection slots */
 	/* An MCP server's event stream being judged (proxy_sse.c), or NULL;
@@ -160,6 +164,15 @@ struct conn {
  * released when empty, SSL_MODE_RELEASE_BUFFERS). Estimates, kept high. */
 #define PROXY_CONN_OVERHEAD (sizeof(struct conn) + 2048)
 #define PROXY_TLS_OVERHEAD (48 * 1024)
+/* SO_RCVBUF and SO_SNDBUF asked for every proxied socket, both sides (the
+ * kernel doubles it): without it TCP autotuning lets the receive queue of
+ * an upstream the proxy stops reading grow to tcp_rmem's maximum (6 MiB by
+ * default), outside the budget. What the kernel holds is charged to the
+ * budget (kernel_held in proxy.c). 256 KiB keeps a 512 KiB window: about
+ * 25 MB/s per connection at 20 ms round trip. */
+#define PROXY_SOCK_BUF (256 * 1024)
+/* Caps a proxied socket's kernel buffers (PROXY_SOCK_BUF). */
+void proxy_cap_socket_buffers(int fd);
 /* A bulk tunnel's pipe size (per direction): pipes hold at most this. */
 #define PROXY_PIPE_BULK (1 << 20)
 
