@@ -48,7 +48,8 @@ def sb(request, run_sandbox):
     if not os.access(JAVA, os.X_OK):
         pytest.skip("Debian's OpenJDK 17 is not installed")
     return run_sandbox("share" + request.param[:2], POLICY,
-                       ["sh_families", "sh_passing", "sh_fdpass"], sup_args=SCOPES[request.param])
+                       ["sh_families", "sh_passing", "sh_fdpass", "cg_escape"],
+                       sup_args=SCOPES[request.param])
 
 
 def guard_on(sb):
@@ -170,3 +171,13 @@ def test_socket_shared_with_a_denied_binary_is_denied(sb, upstream):
 def test_denied_caller_exiting_right_after_its_request_reaches_nothing(sb, upstream):
     sb.result("sh_passing")
     assert not reached(upstream, "/sh-exit-now")
+
+
+def test_the_agent_cannot_leave_its_cgroup(sb):
+    """The guard and caller identity are bound to the sandbox's cgroup2
+    directory: the agent is in it (positive control) and can neither move
+    to another cgroup, nor make one below it, nor take a cgroup namespace."""
+    r = sb.result("cg_escape")
+    assert r["cgroup"] and r["cgroup"][0].startswith("0::/openshell/"), r
+    assert r["moved"] == [] and r["made"] == [] and not r["unshared"], r
+    assert r["after"] == r["cgroup"], r
