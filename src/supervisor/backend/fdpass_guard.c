@@ -39,7 +39,8 @@ static char libbpf_last[LIBBPF_MSG_CAP];
 /* libbpf prints to stderr by default, which would break our JSON-lines log:
  * keep its first warning (the cause; later ones only repeat that it
  * failed) for the error message instead. */
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_level level,
+							      const char *fmt, va_list ap)
 {
 	if (level == LIBBPF_DEBUG || libbpf_last[0])
 		return 0;
@@ -136,7 +137,8 @@ static int self_test(const char *cgroup_dir, os_error *err)
 
 static int load(struct fdpass_guard *g, os_error *err)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "fdpass_guard");
+	/* LIBBPF_OPTS would need a GNU statement expression. */
+	struct bpf_object_open_opts opts = { .sz = sizeof opts, .object_name = "fdpass_guard" };
 	libbpf_last[0] = '\0';
 	libbpf_set_print(libbpf_print);
 	g->obj = bpf_object__open_mem(fdpass_guard_obj, fdpass_guard_obj_len, &opts);
