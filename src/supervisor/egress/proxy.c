@@ -98,9 +98,9 @@ static size_t conn_held(const struct conn *c)
 
 void proxy_cap_socket_buffers(int fd)
 {
-	int v = PROXY_SOCK_BUF;
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+	int r = PROXY_SOCK_RCVBUF, s = PROXY_SOCK_SNDBUF;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &r, sizeof r);
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &s, sizeof s);
 }
 
 /* What the kernel holds for one socket: its receive queue (truesize) and

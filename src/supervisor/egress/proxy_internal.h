@@ -165,13 +165,17 @@ struct conn {
 #define PROXY_CONN_OVERHEAD (sizeof(struct conn) + 2048)
 #define PROXY_TLS_OVERHEAD (48 * 1024)
 /* SO_RCVBUF and SO_SNDBUF asked for every proxied socket, both sides (the
- * kernel doubles it): without it TCP autotuning lets the receive queue of
- * an upstream the proxy stops reading grow to tcp_rmem's maximum (6 MiB by
- * default), outside the budget. What the kernel holds is charged to the
- * budget (kernel_held in proxy.c). 256 KiB keeps a 512 KiB window: about
- * 25 MB/s per connection at 20 ms round trip. */
-#define PROXY_SOCK_BUF (256 * 1024)
-/* Caps a proxied socket's kernel buffers (PROXY_SOCK_BUF). */
+ * kernel doubles them): without them TCP autotuning lets the receive queue
+ * of an upstream the proxy stops reading grow to tcp_rmem's maximum (6 MiB
+ * by default), outside the budget. What the kernel holds is charged to the
+ * budget (kernel_held in proxy.c): a send queue grows only by our writes,
+ * so it is charged as it is and may be larger; a receive queue can fill
+ * while its side is paused, so a paused side is charged its whole buffer,
+ * which therefore stays small. 256 KiB keeps a 512 KiB receive window:
+ * about 25 MB/s per connection at 20 ms round trip. */
+#define PROXY_SOCK_RCVBUF (256 * 1024)
+#define PROXY_SOCK_SNDBUF (1024 * 1024)
+/* Caps a proxied socket's kernel buffers (PROXY_SOCK_RCVBUF, _SNDBUF). */
 void proxy_cap_socket_buffers(int fd);
 /* A bulk tunnel's pipe size (per direction): pipes hold at most this. */
 #define PROXY_PIPE_BULK (1 << 20)
