@@ -80,6 +80,8 @@ static int agent_up(const struct sup_options *o, struct sup_run *r, backend_read
 	    (o->sandbox_uid && launch_spec_sandbox_uid(*spec, o->sandbox_uid) < 0) ||
 	    (o->egress.workdir && launch_spec_workdir(*spec, o->egress.workdir, err) < 0))
 		return os_error_prefix(err, "building the launch spec");
+	if (guards_apply(&r->guards, cg, *spec, err) < 0)
+		return -1;
 	if (backend_start_agent(ready, *spec, running, err) < 0)
 		return -1;
 	r->running = running;
@@ -128,6 +130,7 @@ static void teardown(struct sup_run *r, struct sandbox_cgroups *cg)
 	backend_teardown(&r->inst); /* kills the agent if still running */
 	exec_service_free(r->exec); /* kills relays still running */
 	limits_release(cg); /* last: anything still in the sandbox's cgroups is killed */
+	guards_release(&r->guards);
 	gw_session_free(r->gateway);
 	egress_free(r->egress);
 	if (r->loop)
@@ -142,7 +145,7 @@ int sup_run(const struct sup_options *o, int audit_fd, int *exit_code, os_error 
 	backend_ready ready = { 0 };
 	backend_running running = { 0 };
 	struct sockaddr_storage paddr;
-	struct sandbox_cgroups cg = { 0 };
+	struct sandbox_cgroups cg = { .v2 = -1 };
 	_cleanup_json_ json_t *spec = NULL;
 	char url[64];
 	int rc = -1;
@@ -155,8 +158,8 @@ int sup_run(const struct sup_options *o, int audit_fd, int *exit_code, os_error 
 	/* Setup is over: from here on the supervisor only parses hostile input. */
 	if (selfguard_apply(err) < 0)
 		goto out;
-	log_info("sandbox %s running (backend %s, proxy %s)", o->desc.sandbox_id, o->desc.backend,
-		 url);
+	log_info("sandbox %s running (backend %s, proxy %s, fd-passing guard %s)",
+		 o->desc.sandbox_id, o->desc.backend, url, guards_fdpass_state(&r.guards));
 	if (loop_run(r.loop, err) < 0)
 		goto out;
 	*exit_code = exit_status_code(&r);

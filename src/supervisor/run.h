@@ -12,6 +12,7 @@
 #include "error.h"
 #include "loop.h"
 #include "options.h"
+#include "sandbox_guards.h"
 
 struct egress;
 struct gw_session;
@@ -25,6 +26,7 @@ struct sup_run {
 	struct egress *egress;
 	struct gw_session *gateway;
 	struct exec_service *exec; /* sandbox exec, once the agent runs */
+	struct sandbox_guards guards;
 	int status; /* the agent's wait status (or 128+signal << 8) */
 	bool stopped_by_signal;
 	bool failed; /* the agent's end could not be collected */

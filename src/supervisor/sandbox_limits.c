@@ -10,9 +10,14 @@ void limits_apply(const backend_ready *ready, const struct sup_options *o,
 {
 	struct cgroup_limits lim = { o->max_processes, o->max_memory_mb << 20 };
 	os_error err = { 0 };
-	if (backend_make_cgroups(ready, &lim, cg, &err) < 0)
+	if (backend_make_cgroups(ready, &lim, cg, &err) < 0 &&
+	    (lim.max_processes || lim.max_memory_bytes))
 		log_warn("%s; falling back to rlimits (RLIMIT_NPROC per uid, RLIMIT_AS per "
 			 "process)",
+			 err.msg);
+	else if (err.code)
+		log_warn("%s; the sandbox has no cgroup (caller identity scans its network "
+			 "namespace)",
 			 err.msg);
 }
 

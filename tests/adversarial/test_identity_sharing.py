@@ -8,8 +8,15 @@ is denied, with the allowed move beside it as its positive control.
 Binaries: python3 under the dynamic loader runs as ld.so, which the policy
 allows for other.test:8000; plain python3 (the agent) is not allowed there.
 Java is allowed for upstream.test:8000 only. The module runs twice: with
-the sandbox's cgroup (owners looked for among its members) and without one
-(among the processes of its network namespace)."""
+the operator's limits (pids cgroup plus the cgroup2 membership one) and
+without (the membership cgroup alone; owners are looked for among its
+members either way).
+
+Descriptor passing of inet sockets is refused by the fd-passing guard (a
+BPF LSM program on the sandbox's cgroup2 directory) where the kernel lets
+the supervisor load one; the start record says "fd-passing guard on|off".
+Where it is off the borrow tests are strict xfails: the gap is pinned, and
+a kernel that closes it turns them red until the marker goes."""
 import os
 
 import pytest
@@ -33,15 +40,32 @@ POLICY = f"""  loader:
     binaries:
       - {{ path: {JAVA} }}
 """
-SCOPES = {"cgroup": ("--max-processes", "512"), "netns": ()}
+SCOPES = {"limits": ("--max-processes", "512"), "membership": ()}
 
 
 @pytest.fixture(scope="module", params=sorted(SCOPES))
 def sb(request, run_sandbox):
     if not os.access(JAVA, os.X_OK):
         pytest.skip("Debian's OpenJDK 17 is not installed")
-    return run_sandbox("share" + request.param[:2], POLICY, ["sh_families", "sh_passing"],
+    return run_sandbox("share" + request.param[:2], POLICY,
+                       ["sh_families", "sh_passing", "sh_fdpass", "cg_escape"],
                        sup_args=SCOPES[request.param])
+
+
+def guard_on(sb):
+    if "fd-passing guard on" in sb.err:
+        return True
+    assert "fd-passing guard off" in sb.err and "fd-passing guard unavailable:" in sb.err, \
+        sb.err[-2000:]
+    return False
+
+
+def gap_unless_guarded(sb, request):
+    """Without the guard the borrow works: pinned as a strict xfail."""
+    if not guard_on(sb):
+        request.node.add_marker(pytest.mark.xfail(
+            strict=True, reason="fd-passing guard off on this kernel (no BPF LSM program "
+                                "can be loaded): docs/security.md, detected, not prevented"))
 
 
 def reached(upstream, path):
@@ -87,13 +111,47 @@ def test_forked_children_sharing_the_socket_are_one_caller_positive_control(sb, 
     assert reached(upstream, "/sh-v4-allowed")
 
 
-def test_socket_passed_before_connecting_belongs_to_the_receiver(sb, upstream):
+def test_socket_passed_before_connecting_is_refused_or_belongs_to_the_receiver(sb, upstream):
     """A denied process makes the socket and passes it (SCM_RIGHTS) to the
-    allowed one, keeping no copy: the receiver is the only holder, so the
+    allowed one, keeping no copy. With the guard the receiver gets no
+    descriptor at all; without it the receiver is the only holder, so the
     caller really is the allowed binary (identified as before)."""
-    r = sb.result("sh_passing")
-    assert r["pass_drop"]["status"] == 200, r["pass_drop"]
-    assert reached(upstream, "/sh-pass-drop")
+    r = sb.result("sh_passing")["pass_drop"]
+    if guard_on(sb):
+        assert r.get("received") is False and r["ctrunc"], r
+        assert not reached(upstream, "/sh-pass-drop")
+    else:
+        assert r["status"] == 200, r
+        assert reached(upstream, "/sh-pass-drop")
+
+
+def test_fd_passing_of_other_files_still_works_positive_control(sb):
+    r = sb.result("sh_fdpass")["files"]
+    assert (r.get("pipe"), r.get("file"), r.get("unix")) == (True, True, True), r
+
+
+def test_socket_parked_in_flight_cannot_be_taken_back(sb, upstream, request):
+    """Connect, give an allowed binary a copy, park ours in flight on a
+    socketpair so the allowed binary is the only holder the proxy sees,
+    then take it back: the kernel must refuse the take-back."""
+    gap_unless_guarded(sb, request)
+    r = sb.result("sh_fdpass")["park"]
+    assert r.get("took_back") is False and r["ctrunc"], r
+    assert not reached(upstream, "/sh-park")
+
+
+def test_socket_parked_with_python_send_fds_cannot_be_taken_back(sb, upstream, request):
+    gap_unless_guarded(sb, request)
+    r = sb.result("sh_fdpass")["send_fds"]
+    assert r.get("took_back") is False, r
+    assert not reached(upstream, "/sh-send-fds")
+
+
+def test_socket_lent_to_an_allowed_binary_never_reaches_it_nor_comes_back(sb, upstream, request):
+    gap_unless_guarded(sb, request)
+    r = sb.result("sh_fdpass")["lend"]
+    assert r.get("holder_received") is False and r.get("took_back") is False, r
+    assert not reached(upstream, "/sh-lend")
 
 
 def test_socket_passed_but_kept_by_a_denied_process_is_denied(sb, upstream):
@@ -113,3 +171,13 @@ def test_socket_shared_with_a_denied_binary_is_denied(sb, upstream):
 def test_denied_caller_exiting_right_after_its_request_reaches_nothing(sb, upstream):
     sb.result("sh_passing")
     assert not reached(upstream, "/sh-exit-now")
+
+
+def test_the_agent_cannot_leave_its_cgroup(sb):
+    """The guard and caller identity are bound to the sandbox's cgroup2
+    directory: the agent is in it (positive control) and can neither move
+    to another cgroup, nor make one below it, nor take a cgroup namespace."""
+    r = sb.result("cg_escape")
+    assert r["cgroup"] and r["cgroup"][0].startswith("0::/openshell/"), r
+    assert r["moved"] == [] and r["made"] == [] and not r["unshared"], r
+    assert r["after"] == r["cgroup"], r

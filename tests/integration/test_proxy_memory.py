@@ -248,6 +248,51 @@ def test_downloads_that_are_read_arrive_whole(upstream, kind):
         p.stop()
 
 
+def proxy_kernel_bytes(proxy):
+    """What the kernel holds for the proxy's sockets (ss -tm skmem: receive
+    queue r plus send queue w), those accepted on its port and those it
+    opened to the upstream; the test's own sockets are not counted."""
+    out = subprocess.run(["ss", "-tmnH"], capture_output=True, text=True, check=True).stdout
+    total, theirs = 0, False
+    for line in out.splitlines():
+        if "skmem:(" not in line:
+            fields = line.split()
+            local, peer = (fields[3], fields[4]) if len(fields) >= 5 else ("", "")
+            theirs = local.endswith(f":{proxy.port}") or peer.startswith(UPSTREAM_IP + ":")
+            continue
+        if theirs:
+            mem = line.split("skmem:(", 1)[1].split(")", 1)[0].split(",")
+            vals = {m.rstrip("0123456789"): int(m[len(m.rstrip("0123456789")):]) for m in mem}
+            total += vals.get("r", 0) + vals.get("w", 0)
+    return total
+
+
+@skip_if_sanitized("timing of the settle loop under ASan; the bound is the plain build's")
+@pytest.mark.parametrize("kind", ["http", "tunnel"])
+def test_kernel_socket_buffers_of_unread_downloads_stay_within_the_budget(upstream, kind):
+    """1,200 unread downloads: what the kernel queues on the proxy's sockets
+    (the upstream's receive queues, the agent sockets' send queues) counts
+    against --proxy-memory-mb, so it stays near the budget instead of
+    growing with every admitted download (tcp_rmem's maximum each)."""
+    budget_mb = 16
+    p = start_proxy(upstream, "--proxy-memory-mb", str(budget_mb),
+                    "--max-upstream-connections", "4096", "--max-conns", "4096")
+    socks = []
+    try:
+        socks, refused = open_stuck(p, kind, 1200)
+        time.sleep(2)  # the queues fill what they may fill
+        kernel_mib = proxy_kernel_bytes(p) / (1 << 20)
+        print(f"{kind}: {len(socks)} admitted, refused {refused}, kernel {kernel_mib:.1f} MiB")
+        assert socks and refused.get("proxy_memory_budget", 0) > 0, (len(socks), refused)
+        assert kernel_mib < budget_mb * 1.5, (kernel_mib, len(socks))
+        got, length = read_body(socks[0][0], b"content-length: %d" % BIG, socks[0][1]) \
+            if kind == "http" else (BIG, BIG)
+        assert got == length == BIG
+    finally:
+        close_all(socks)
+        p.stop()
+
+
 @pytest.mark.parametrize("kind", ["http", "tunnel", "mitm"])
 def test_budget_refuses_new_connections_then_recovers(upstream, kind):
     """A small budget filled by unread downloads: the next connection gets a

@@ -5,6 +5,7 @@ ws:// for the attacks, each beside its positive control. What reached the
 server is read from the server's own log."""
 import asyncio
 import ssl
+import time
 import zlib
 
 import pytest
@@ -306,3 +307,50 @@ def test_audit_enforcement_forwards_and_records(proxy, upstream):
     # framing is enforced whatever the enforcement
     ws.send(frame(TEXT, b"x", mask=False))
     assert ws.close_code() == ([], 1002)
+
+
+def test_open_websocket_is_judged_by_a_reloaded_policy(proxy, upstream):
+    """An open WebSocket does not keep the decision of its upgrade: after a
+    policy update its next message is judged by the new policy (as the next
+    request of a kept-alive REST connection is), and a connection whose
+    upgrade the new policy refuses ends with 1008 at its next message, binary
+    ones included. A connection the new policy still allows goes on."""
+    text_gone = POLICY.replace("          - allow: { method: WEBSOCKET_TEXT, path: /chat }\n", "")
+    updated = text_gone.replace("          - { method: GET, path: /forbidden }\n",
+                                "          - { method: GET, path: /forbidden }\n"
+                                "          - { method: GET, path: /bin }\n")
+    assert updated != text_gone != POLICY
+    chat, binary, rooms = RawWs(proxy, "/chat"), RawWs(proxy, "/bin"), \
+        RawWs(proxy, "/rooms?room=ok-1")
+    chat.send(frame(TEXT, b"before"))
+    assert chat.recv() == (True, TEXT, b"before")
+    binary.send(frame(BINARY, b"\x00before"))
+    assert binary.recv() == (True, BINARY, b"\x00before")
+    loaded = len([r for r in proxy.audit_records() if r.get("reason") == "policy_loaded"])
+    try:
+        proxy.set_policy(updated)
+        proxy.reload()
+        for _ in range(100):
+            if len([r for r in proxy.audit_records()
+                    if r.get("reason") == "policy_loaded"]) > loaded:
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail("the policy update was not recorded")
+        rooms.send(frame(TEXT, b"still-allowed"))  # positive control
+        assert rooms.recv() == (True, TEXT, b"still-allowed")
+        chat.send(frame(TEXT, b"after"))
+        assert chat.close_code() == ([], 1008)
+        rec = proxy.last_audit(event="websocket", decision="deny", path="/chat")
+        assert rec and rec["reason"] == "no_matching_rule", rec
+        binary.send(frame(BINARY, b"\x00after"))
+        assert binary.close_code() == ([], 1008)
+        rec = proxy.last_audit(event="websocket", decision="deny", path="/bin")
+        assert rec and "upgrade no longer allowed" in rec.get("detail", ""), rec
+    finally:
+        proxy.set_policy(POLICY)
+        proxy.reload()
+        time.sleep(0.3)
+    got = [m["data"] for m in upstream.ws.messages()]
+    assert "after" not in got and "still-allowed" in got and "before" in got, got
+    assert [m["data"] for m in upstream.ws.messages("/bin")] == [b"\x00before".hex()]

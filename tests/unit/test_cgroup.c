@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -52,6 +54,18 @@ static void v1_hierarchies_are_chosen_not_the_empty_unified_mount(void **state)
 	assert_string_equal(lay.pids.root, "/sys/fs/cgroup/pids");
 	assert_int_equal(lay.memory.version, CGROUP_V1);
 	assert_string_equal(lay.memory.root, "/sys/fs/cgroup/memory");
+	/* ... but it is where the sandbox's membership cgroup goes. */
+	assert_int_equal(lay.unified.version, CGROUP_V2);
+	assert_string_equal(lay.unified.root, "/sys/fs/cgroup/unified");
+}
+
+static void no_cgroup2_mount_leaves_no_membership_hierarchy(void **state)
+{
+	const char text[] = "39 31 0:36 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n";
+	struct cgroup_layout lay;
+	parse_ok(text, NULL, &lay);
+	assert_int_equal(lay.pids.version, CGROUP_V1);
+	assert_int_equal(lay.unified.version, CGROUP_NONE);
 }
 
 static void unified_mount_without_controllers_is_never_chosen(void **state)
@@ -102,6 +116,8 @@ static void v2_mount_whose_controllers_cannot_be_read_is_skipped(void **state)
 	struct cgroup_layout lay;
 	parse_ok(text, NULL, &lay);
 	assert_int_equal(lay.pids.version, CGROUP_NONE);
+	/* Unreadable controllers still leave a hierarchy to be a member of. */
+	assert_int_equal(lay.unified.version, CGROUP_V2);
 }
 
 static void mixed_host_takes_each_controller_where_it_is(void **state)
@@ -173,14 +189,31 @@ static void malformed_lines_are_errors_naming_the_line(void **state)
 	assert_string_equal(lay.pids.root, "/p");
 }
 
-static void no_limits_create_nothing(void **state)
+/* Without limits only the cgroup2 membership directory may be made (where
+ * this process may make it), and destroy removes it again. */
+static void no_limits_make_at_most_the_membership_directory(void **state)
 {
 	struct cgroup_limits none = { 0, 0 };
 	struct sandbox_cgroups cg = { .n = 1 };
 	os_error err = { 0 };
-	assert_int_equal(cgroup_create("x", &none, &cg, &err), 0);
-	assert_int_equal(cg.n, 0);
+	if (cgroup_create("unit-membership", &none, &cg, &err) < 0) {
+		/* Not root, or a read-only cgroupfs: nothing may be left. */
+		assert_int_equal(cg.n, 0);
+		return;
+	}
+	assert_true(cg.n <= 1);
+	if (cg.n == 1) {
+		assert_int_equal(cg.v2, 0);
+		const char *tail = "/openshell/unit-membership";
+		size_t dl = strlen(cg.dirs[0]), tl = strlen(tail);
+		assert_true(dl > tl && strcmp(cg.dirs[0] + dl - tl, tail) == 0);
+	}
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", cg.n ? cg.dirs[0] : "/nonexistent");
 	assert_int_equal(cgroup_destroy(&cg, &err), 0);
+	assert_int_equal(cg.n, 0);
+	assert_int_equal(cg.v2, -1);
+	assert_int_equal(access(dir, F_OK), -1);
 }
 
 static void ids_that_are_not_a_name_are_refused(void **state)
@@ -201,6 +234,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(v1_hierarchies_are_chosen_not_the_empty_unified_mount),
 		cmocka_unit_test(unified_mount_without_controllers_is_never_chosen),
+		cmocka_unit_test(no_cgroup2_mount_leaves_no_membership_hierarchy),
 		cmocka_unit_test(v2_unified_host_uses_its_controllers),
 		cmocka_unit_test(v2_controller_names_match_whole_words),
 		cmocka_unit_test(v2_mount_whose_controllers_cannot_be_read_is_skipped),
@@ -209,7 +243,7 @@ int main(void)
 		cmocka_unit_test(first_v1_mount_of_a_hierarchy_wins),
 		cmocka_unit_test(option_names_are_whole_words),
 		cmocka_unit_test(malformed_lines_are_errors_naming_the_line),
-		cmocka_unit_test(no_limits_create_nothing),
+		cmocka_unit_test(no_limits_make_at_most_the_membership_directory),
 		cmocka_unit_test(ids_that_are_not_a_name_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +137,10 @@ static int parse_line(const char *line, size_t len, size_t lineno, cgroup_contro
 		consider(&out->memory, CGROUP_V1, path, list_has(opts->p, opts->n, ",", "memory"));
 		return 0;
 	}
+	if (out->unified.version == CGROUP_NONE) {
+		out->unified.version = CGROUP_V2;
+		memcpy(out->unified.root, path, strlen(path) + 1);
+	}
 	char ctl[CONTROLLERS_CAP];
 	if (fn(path, ctl, sizeof ctl, user) < 0)
 		return 0; /* unreadable: not a hierarchy we can use */
@@ -257,6 +262,58 @@ static int write_memory(const char *dir, enum cgroup_version v, uint64_t bytes, 
 		       : 0;
 }
 
+/* Can a process move into dir? A child tries and exits (the directory is
+ * empty again at once): the launcher's join must not be the first try. */
+static bool joinable(const char *dir)
+{
+	char path[PATH_MAX];
+	if (str_format(path, sizeof path, NULL, "%s/cgroup.procs", dir) < 0)
+		return false;
+	pid_t pid = fork();
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		_exit(fd >= 0 && write(fd, "0", 1) == 1 ? 0 : 1);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* The cgroup2 directory of the sandbox: one of the limits' directories when
+ * they live in the cgroup2 hierarchy, else one of its own (no controller
+ * needed: membership and BPF attachment are the core's). */
+static int place_membership(const char *id, const struct cgroup_layout *lay,
+			    struct sandbox_cgroups *out, os_error *err)
+{
+	if (lay->unified.version != CGROUP_V2)
+		return 0;
+	char want[PATH_MAX];
+	if (str_format(want, sizeof want, err, "%s/" PARENT_NAME "/%s", lay->unified.root, id) < 0)
+		return -1;
+	for (size_t i = 0; i < out->n; i++)
+		if (strcmp(out->dirs[i], want) == 0) {
+			out->v2 = (int)i;
+			return 0;
+		}
+	/* Membership was not asked for: where the hierarchy is not ours to
+	 * use (a read-only or undelegated cgroupfs in a Pod), the sandbox goes
+	 * without, as before, rather than failing the launcher's join. */
+	os_error local = { 0 };
+	if (make_dir(&lay->unified, NULL, 0, id, out, &local) < 0)
+		return 0;
+	if (!joinable(want)) {
+		rmdir(want);
+		out->n--;
+		return 0;
+	}
+	out->v2 = (int)out->n - 1;
+	return 0;
+}
+
 static int place(const char *id, const struct cgroup_limits *lim, const struct cgroup_layout *lay,
 		 struct sandbox_cgroups *out, os_error *err)
 {
@@ -280,15 +337,14 @@ static int place(const char *id, const struct cgroup_limits *lim, const struct c
 		    0)
 			return -1;
 	}
-	return 0;
+	return place_membership(id, lay, out, err);
 }
 
 int cgroup_create(const char *sandbox_id, const struct cgroup_limits *lim,
 		  struct sandbox_cgroups *out, os_error *err)
 {
 	out->n = 0;
-	if (!lim->max_processes && !lim->max_memory_bytes)
-		return 0;
+	out->v2 = -1;
 	if (!sandbox_id || !*sandbox_id || strchr(sandbox_id, '/') ||
 	    strcmp(sandbox_id, ".") == 0 || strcmp(sandbox_id, "..") == 0)
 		return os_error_set(err, EINVAL,
@@ -422,5 +478,6 @@ int cgroup_destroy(struct sandbox_cgroups *cg, os_error *err)
 				*err = local;
 		}
 	cg->n = 0;
+	cg->v2 = -1;
 	return rc;
 }

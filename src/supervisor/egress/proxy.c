@@ -4,6 +4,7 @@
 #include "egress_proxy.h"
 
 #include <errno.h>
+#include <linux/sock_diag.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,11 @@ struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial)
 	return policy_holder_acquire(p->cfg.policy);
 }
 
+uint64_t proxy_policy_serial(const struct proxy *p)
+{
+	return p->serial;
+}
+
 unsigned proxy_conn_count(const struct proxy *p)
 {
 	return p->n_conns;
@@ -90,9 +96,37 @@ static size_t conn_held(const struct conn *c)
 	       c->piped[1] + proxy_sse_held(c) + proxy_ws_held(c);
 }
 
+void proxy_cap_socket_buffers(int fd)
+{
+	int r = PROXY_SOCK_RCVBUF, s = PROXY_SOCK_SNDBUF;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &r, sizeof r);
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &s, sizeof s);
+}
+
+/* What the kernel holds for one socket: its receive queue (truesize) and
+ * what waits to be sent. A paused side can fill its receive buffer without
+ * the proxy seeing an event, so all of that buffer is charged then. */
+static size_t socket_held(int fd, bool paused)
+{
+	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
+	socklen_t len = sizeof mi;
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0)
+		return 0;
+	size_t rmem = mi[SK_MEMINFO_RMEM_ALLOC];
+	if (paused && mi[SK_MEMINFO_RCVBUF] > rmem)
+		rmem = mi[SK_MEMINFO_RCVBUF];
+	return rmem + mi[SK_MEMINFO_WMEM_QUEUED];
+}
+
+static size_t kernel_held(const struct conn *c)
+{
+	return socket_held(c->client.fd, c->client_paused) +
+	       socket_held(c->upstream.fd, c->upstream_paused);
+}
+
 static size_t conn_footprint(const struct conn *c)
 {
-	size_t n = PROXY_CONN_OVERHEAD + conn_held(c);
+	size_t n = PROXY_CONN_OVERHEAD + conn_held(c) + kernel_held(c);
 	if (c->client.ssl)
 		n += PROXY_TLS_OVERHEAD;
 	if (c->upstream.ssl)
@@ -115,6 +149,33 @@ static void on_resume(struct loop *l, void *data)
 	struct conn *c = data;
 	c->resume = NULL;
 	conn_step(c);
+}
+
+/* Which side's reads are off for backpressure (not because the protocol
+ * expects nothing there): its receive buffer is charged whole then. */
+static void note_paused(struct conn *c, bool c_in, bool u_in)
+{
+	bool up = false, cl = false;
+	switch (c->state) {
+	case ST_FORWARD:
+		cl = c->req_body.state != BODY_DONE;
+		up = true;
+		break;
+	case ST_WEBSOCKET:
+		cl = up = true;
+		break;
+	case ST_TUNNEL:
+		cl = !c->half_closed[0];
+		up = !c->half_closed[1];
+		break;
+	default:
+		break;
+	}
+	bool was_cl = c->client_paused, was_up = c->upstream_paused;
+	c->client_paused = cl && !c_in && !c->client.eof;
+	c->upstream_paused = up && !u_in && !c->upstream.eof;
+	if (was_cl != c->client_paused || was_up != c->upstream_paused)
+		conn_charge(c);
 }
 
 /* The budget was reached: every connection's empty buffers are released.
@@ -308,6 +369,7 @@ void conn_update_interest(struct conn *c)
 		loop_io_modify(c->cio, side_interest(&c->client, c_in, c_out), NULL);
 	if (c->uio)
 		loop_io_modify(c->uio, side_interest(&c->upstream, u_in, u_out), NULL);
+	note_paused(c, c_in, u_in);
 }
 
 /* Writes as much of b as the stream takes: the bytes written, or -1 on a
@@ -526,6 +588,7 @@ static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned event
 		}
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		proxy_cap_socket_buffers(fd);
 		fds[n++] = fd;
 	}
 	if (p->cfg.identity)

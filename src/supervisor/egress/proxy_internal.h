@@ -161,6 +161,10 @@ struct conn {
 	 * and the proxy steps it again when the budget resumes). */
 	size_t charged;
 	bool mem_waiting;
+	/* Read interest is off on that side while the connection relays
+	 * (backpressure): its receive queue may fill without an event, so its
+	 * whole receive buffer is charged (conn_update_interest sets them). */
+	bool client_paused, upstream_paused;
 	struct loop_defer *resume;
 	bool up_slot; /* holds one of the sandbox's upstream connection slots */
 	/* An MCP server's event stream being judged (proxy_sse.c), or NULL;
@@ -180,6 +184,19 @@ struct conn {
  * released when empty, SSL_MODE_RELEASE_BUFFERS). Estimates, kept high. */
 #define PROXY_CONN_OVERHEAD (sizeof(struct conn) + 2048)
 #define PROXY_TLS_OVERHEAD (48 * 1024)
+/* SO_RCVBUF and SO_SNDBUF asked for every proxied socket, both sides (the
+ * kernel doubles them): without them TCP autotuning lets the receive queue
+ * of an upstream the proxy stops reading grow to tcp_rmem's maximum (6 MiB
+ * by default), outside the budget. What the kernel holds is charged to the
+ * budget (kernel_held in proxy.c): a send queue grows only by our writes,
+ * so it is charged as it is and may be larger; a receive queue can fill
+ * while its side is paused, so a paused side is charged its whole buffer,
+ * which therefore stays small. 256 KiB keeps a 512 KiB receive window:
+ * about 25 MB/s per connection at 20 ms round trip. */
+#define PROXY_SOCK_RCVBUF (256 * 1024)
+#define PROXY_SOCK_SNDBUF (1024 * 1024)
+/* Caps a proxied socket's kernel buffers (PROXY_SOCK_RCVBUF, _SNDBUF). */
+void proxy_cap_socket_buffers(int fd);
 /* A bulk tunnel's pipe size (per direction): pipes hold at most this. */
 #define PROXY_PIPE_BULK (1 << 20)
 
@@ -194,6 +211,13 @@ void conn_close(struct conn *c);
 void conn_update_interest(struct conn *c);
 void conn_step(struct conn *c);
 struct policy_gen *proxy_current(struct proxy *p, uint64_t *serial);
+/* Bumped by every policy update (proxy_policy_changed). */
+uint64_t proxy_policy_serial(const struct proxy *p);
+/* The L4 decision for c's host:port and caller under g (proxy_request.c). */
+/* True when c is judged by endpoint only (no caller identity to match). */
+bool proxy_any_caller(const struct conn *c, const struct policy_gen *g);
+void proxy_decide_connect(const struct conn *c, const struct policy_gen *g,
+			  struct policy_decision *d);
 const struct proxy_config *proxy_cfg(const struct proxy *p);
 struct secret_echo *proxy_echo(const struct proxy *p);
 struct denials *proxy_denials(const struct proxy *p);

@@ -148,6 +148,27 @@ static bool take_authority(struct conn *c, const struct http_authority *a)
 	return true;
 }
 
+bool proxy_any_caller(const struct conn *c, const struct policy_gen *g)
+{
+	const struct proxy_config *cfg = proxy_cfg(c->proxy);
+	/* Without any identity source (the split backend: the caller is in
+	 * another Pod) a policy that names no binaries can only mean "by
+	 * endpoint", which is what the gateway admits there; one that names
+	 * binaries stays unenforceable, so denied, unless the operator chose
+	 * endpoint-only. */
+	return !c->identified &&
+	       (cfg->endpoint_only || (!cfg->identity && !policy_restricts_binaries(g)));
+}
+
+void proxy_decide_connect(const struct conn *c, const struct policy_gen *g,
+			  struct policy_decision *d)
+{
+	if (proxy_any_caller(c, g))
+		policy_decide_connect_endpoint_only(g, c->host, c->port, d);
+	else
+		policy_decide_connect(g, c->host, c->port, c->chain, c->n_chain, d);
+}
+
 /* L4 judgement of c->host:c->port for this caller; answers on deny. */
 static bool judge_connect(struct conn *c)
 {
@@ -156,18 +177,8 @@ static bool judge_connect(struct conn *c)
 		policy_unref(c->gen);
 	c->gen = proxy_current(c->proxy, &c->gen_serial);
 	struct policy_decision d;
-	const struct proxy_config *cfg = proxy_cfg(c->proxy);
-	/* Without any identity source (the split backend: the caller is in
-	 * another Pod) a policy that names no binaries can only mean "by
-	 * endpoint", which is what the gateway admits there; one that names
-	 * binaries stays unenforceable, so denied, unless the operator chose
-	 * endpoint-only. */
-	c->any_caller = !c->identified && (cfg->endpoint_only ||
-					   (!cfg->identity && !policy_restricts_binaries(c->gen)));
-	if (c->any_caller)
-		policy_decide_connect_endpoint_only(c->gen, c->host, c->port, &d);
-	else
-		policy_decide_connect(c->gen, c->host, c->port, c->chain, c->n_chain, &d);
+	c->any_caller = proxy_any_caller(c, c->gen);
+	proxy_decide_connect(c, c->gen, &d);
 	if (d.verdict == POLICY_DENY) {
 		if (c->id_failed && (d.reason == POLICY_R_BINARY_NOT_ALLOWED ||
 				     d.reason == POLICY_R_BINARY_UNKNOWN)) {

@@ -143,6 +143,7 @@ static enum step_result connect_next(struct conn *c)
 			continue;
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		proxy_cap_socket_buffers(fd);
 		if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
 			close(fd);
 			continue;

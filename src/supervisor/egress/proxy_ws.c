@@ -218,6 +218,53 @@ static void ws_fail(struct conn *c, int code, const char *reason, const char *de
 	buf_append(&c->uout, f, n + 2, NULL); /* best effort: the upstream is closed next */
 }
 
+/* After a policy update the upgrade is judged again under the new policy,
+ * as a kept-alive REST request would be: the caller on host:port, the
+ * endpoint still a websocket one, GET on the upgrade's target. Passed, the
+ * connection goes on under the new policy (the message about to be judged
+ * included); failed, it ends with 1008. Called before each new client
+ * message, text or binary. */
+static bool rejudge_after_update(struct conn *c, struct ws_relay *w)
+{
+	if (proxy_policy_serial(c->proxy) == c->gen_serial)
+		return true;
+	uint64_t serial;
+	struct policy_gen *g = proxy_current(c->proxy, &serial);
+	struct policy_decision d;
+	proxy_decide_connect(c, g, &d);
+	if (d.verdict != POLICY_DENY) {
+		/* Routed by path as the upgrade was (policy_route.c): the
+		 * endpoint whose path matches judges it under the new policy. */
+		bool any = proxy_any_caller(c, g);
+		char canon[sizeof w->target + 64];
+		policy_decide_routed_request(g, d.endpoint, c->host, c->port, any ? NULL : c->chain,
+					     any ? 0 : c->n_chain, "GET", w->target, canon,
+					     sizeof canon, &d);
+	}
+	const struct policy_endpoint *ep = d.endpoint;
+	char policy[sizeof c->policy_name];
+	snprintf(policy, sizeof policy, "%s", d.policy ? d.policy : "");
+	if (d.verdict != POLICY_DENY && (!ep || ep->protocol != POLICY_PROTO_WEBSOCKET)) {
+		d.verdict = POLICY_DENY;
+		snprintf(d.detail, sizeof d.detail,
+			 "the endpoint is no websocket endpoint any more");
+	}
+	if (d.verdict == POLICY_DENY) {
+		char detail[sizeof d.detail + 64];
+		snprintf(detail, sizeof detail,
+			 "upgrade no longer allowed after a policy update: %s", d.detail);
+		policy_unref(g);
+		ws_fail(c, WS_CLOSE_POLICY, policy_reason_name(d.reason), detail);
+		return false;
+	}
+	policy_unref(c->gen);
+	c->gen = g; /* c->ep points into it: both change together */
+	c->gen_serial = serial;
+	c->ep = ep;
+	memcpy(c->policy_name, policy, sizeof policy);
+	return true;
+}
+
 /* websocket_credential_rewrite: text with its placeholders resolved
  * replaces msg; the agent's answers are scrubbed of secrets from now on.
  * Compression is never negotiated toward such an endpoint (the server's
@@ -325,6 +372,8 @@ static bool recompress(struct conn *c, struct ws_relay *w)
 static void judge_message(struct conn *c, struct ws_relay *w)
 {
 	if (w->compressed && !decompress(c, w))
+		return;
+	if (!rejudge_after_update(c, w))
 		return;
 	struct buf *text = w->compressed ? &w->plain : &w->msg;
 	if (!ws_utf8_valid((const uint8_t *)text->data, text->len)) {
@@ -441,6 +490,8 @@ static bool next_frame(struct conn *c, struct ws_relay *w)
 	}
 	if (h.opcode >= WS_OP_CLOSE)
 		return relay_control(c, &h) > 0;
+	if (h.opcode != WS_OP_CONT && !rejudge_after_update(c, w))
+		return false;
 	if (h.opcode == WS_OP_TEXT) {
 		memcpy(w->msg_mask, h.mask, 4);
 		w->compressed = w->in.compressed;

@@ -640,6 +640,48 @@ def sh_passing():
             "exit_now": share("exit-now", "http://other.test:8000/sh-exit-now")}
 
 
+@probe
+def sh_fdpass():
+    """Inet sockets changing hands by descriptor passing (fdpass_guard)."""
+    return {"park": share("park", "http://other.test:8000/sh-park"),
+            "send_fds": share("send-fds", "http://other.test:8000/sh-send-fds"),
+            "lend": share("lend", "http://other.test:8000/sh-lend"),
+            "files": share("pass-files", "-")}
+
+
+@probe
+def cg_escape():
+    """Leave the sandbox's cgroup (the fd-passing guard and caller identity
+    are bound to it): move into every other cgroup.procs in sight, make a
+    child cgroup of our own, take a new cgroup namespace."""
+    moved, made = [], []
+    for root, dirs, files in os.walk("/sys/fs/cgroup"):
+        if "cgroup.procs" in files:
+            try:
+                with open(os.path.join(root, "cgroup.procs"), "w") as f:
+                    f.write("0")
+                moved.append(root)
+            except OSError:
+                pass
+        if root.count("/") > 6:
+            dirs[:] = []
+    mine = [l for l in open("/proc/self/cgroup").read().splitlines() if l.startswith("0::")]
+    for d in ("/sys/fs/cgroup/unified" + (mine[0][3:] if mine else ""),):
+        try:
+            os.mkdir(os.path.join(d, "escape"))
+            made.append(d)
+        except OSError:
+            pass
+    try:
+        os.unshare(os.CLONE_NEWCGROUP)
+        unshared = True
+    except (OSError, AttributeError):
+        unshared = False
+    return {"moved": moved, "made": made, "unshared": unshared, "cgroup": mine,
+            "after": [l for l in open("/proc/self/cgroup").read().splitlines()
+                      if l.startswith("0::")]}
+
+
 # ---- credential leakage -------------------------------------------------------------
 PH = "openshell:resolve:env:GITHUB_TOKEN"
 

@@ -13,7 +13,15 @@ usage: sock_share.py MOVE PROXY_HOST PROXY_PORT URL [LOADER]
   fork-shared  connect, fork: the child (same binary) asks, we hold on
   share-denied connect, start plain python3 holding a copy, then ask
   exit-now     connect, send the request, exit at once without reading
-  receive      (internal) take a socket from fd 3 and connect/ask with it"""
+  park         connect, park the socket in flight on a socketpair while
+               LOADER python3 holds a copy, take it back and ask
+  lend         connect, lend the socket (SCM_RIGHTS) to LOADER python3,
+               which sends it back; ask with what came back
+  send-fds     the same park with socket.send_fds / socket.recv_fds
+  pass-files   control: a pipe and a file pass, and still work
+  receive      (internal) take a socket from fd 3 and connect/ask with it
+  hold         (internal) hold inherited fds until stdin closes
+  echo-back    (internal) receive one fd on SHARE_CHAN and send it back"""
 import array
 import json
 import os
@@ -76,13 +84,112 @@ def pass_socket(host, port, url, loader, keep):
     return json.loads(out or b'{"status": 0}')
 
 
+def recv_fd(chan):
+    """The one fd of an SCM_RIGHTS message, or None when none came (the
+    kernel drops a refused file and sets MSG_CTRUNC)."""
+    _, anc, flags, _ = chan.recvmsg(1, socket.CMSG_SPACE(4))
+    fds = array.array("i")
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:4])
+    return (fds[0] if fds else None), bool(flags & socket.MSG_CTRUNC)
+
+
 def receive(host, port, url):
     chan = socket.socket(fileno=int(os.environ["SHARE_CHAN"]))
-    _, anc, _, _ = chan.recvmsg(1, socket.CMSG_LEN(4))
-    fds = array.array("i")
-    fds.frombytes(anc[0][2][:4])
-    s = socket.socket(fileno=fds[0])
-    return {"status": ask(s, host, port, url)}
+    fd, truncated = recv_fd(chan)
+    if fd is None:
+        return {"status": 0, "received": False, "ctrunc": truncated}
+    s = socket.socket(fileno=fd)
+    return {"status": ask(s, host, port, url), "received": True}
+
+
+def holder(loader, fds):
+    """LOADER python3 (an allowed binary) holding copies of fds."""
+    return subprocess.Popen([loader, sys.executable, LOADER_ME, "hold", "-", "0", "-"],
+                            stdin=subprocess.PIPE, pass_fds=fds)
+
+
+def ask_connected(s, url, took_back):
+    if not took_back:
+        return {"status": 0, "took_back": False}
+    s.sendall(request(url))
+    return {"status": status_of(s), "took_back": True}
+
+
+def park(host, port, url, loader, use_send_fds=False):
+    """The borrow of issue 16: while our copy is in flight only the allowed
+    holder has the socket; taking it back must be refused."""
+    s = socket.socket()
+    s.connect((host, port))
+    keeper = holder(loader, [s.fileno()])
+    a, b = socket.socketpair()
+    if use_send_fds:
+        socket.send_fds(a, [b"x"], [s.fileno()])
+    else:
+        send_fd(a, s.fileno())
+    s.close()
+    time.sleep(0.3)  # the proxy's lookups see the holder alone now
+    if use_send_fds:
+        _, fds, flags, _ = socket.recv_fds(b, 1, 1)
+        fd, truncated = (fds[0] if fds else None), bool(flags & socket.MSG_CTRUNC)
+    else:
+        fd, truncated = recv_fd(b)
+    out = ask_connected(socket.socket(fileno=fd) if fd is not None else None, url,
+                        fd is not None)
+    keeper.stdin.close()
+    keeper.wait()
+    return dict(out, ctrunc=truncated)
+
+
+def lend(host, port, url, loader):
+    s = socket.socket()
+    s.connect((host, port))
+    a, b = socket.socketpair()
+    child = subprocess.Popen([loader, sys.executable, LOADER_ME, "echo-back", "-", "0", "-"],
+                             stdout=subprocess.PIPE, pass_fds=[b.fileno()],
+                             env=dict(os.environ, SHARE_CHAN=str(b.fileno())))
+    b.close()
+    send_fd(a, s.fileno())
+    s.close()
+    a.settimeout(10)
+    try:
+        fd, truncated = recv_fd(a)
+    except OSError:
+        fd, truncated = None, False
+    lent = json.loads(child.stdout.read() or b'{"received": false}')
+    child.wait()
+    out = ask_connected(socket.socket(fileno=fd) if fd is not None else None, url,
+                        fd is not None)
+    return dict(out, ctrunc=truncated, holder_received=lent["received"])
+
+
+def echo_back():
+    chan = socket.socket(fileno=int(os.environ["SHARE_CHAN"]))
+    fd, _ = recv_fd(chan)
+    if fd is None:
+        chan.sendall(b"-")  # unblock the lender: nothing to send back
+    else:
+        send_fd(chan, fd)
+    return {"received": fd is not None}
+
+
+def pass_files():
+    """Descriptor passing itself keeps working for what is no inet socket."""
+    a, b = socket.socketpair()
+    r, w = os.pipe()
+    send_fd(a, r)
+    got_pipe, _ = recv_fd(b)
+    os.write(w, b"through")
+    pipe_ok = got_pipe is not None and os.read(got_pipe, 16) == b"through"
+    with open(LOADER_ME, "rb") as f:
+        socket.send_fds(a, [b"x"], [f.fileno()])
+        _, fds, _, _ = socket.recv_fds(b, 1, 1)
+    file_ok = bool(fds) and os.read(fds[0], 2) == b"#!"
+    u1, u2 = socket.socketpair()
+    send_fd(a, u1.fileno())
+    got_unix, _ = recv_fd(b)
+    return {"pipe": pipe_ok, "file": file_ok, "unix": got_unix is not None}
 
 
 def fork_shared(host, port, url):
@@ -113,7 +220,7 @@ def share_denied(host, port, url):
 
 
 def main():
-    move, host, port, url = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    move, host, port, url = sys.argv[1], sys.argv[2], int(sys.argv[3] or 0), sys.argv[4]
     loader = sys.argv[5] if len(sys.argv) > 5 else None
     if move == "v6":
         out = {"status": ask(socket.socket(socket.AF_INET6), host, port, url, socket.AF_INET6)}
@@ -128,8 +235,19 @@ def main():
         s.connect((host, port))
         s.sendall(request(url))
         os._exit(0)
+    elif move in ("park", "send-fds"):
+        out = park(host, port, url, loader, use_send_fds=move == "send-fds")
+    elif move == "lend":
+        out = lend(host, port, url, loader)
+    elif move == "pass-files":
+        out = pass_files()
     elif move == "receive":
         out = receive(host, port, url)
+    elif move == "hold":
+        sys.stdin.read()
+        return
+    elif move == "echo-back":
+        out = echo_back()
     else:
         raise SystemExit(f"sock_share.py: unknown move {move!r}")
     print(json.dumps(out), flush=True)
