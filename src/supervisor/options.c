@@ -15,7 +15,7 @@ static const char usage_text[] =
 	"usage: openshell-supervisor --backend inpod|split --sandbox-id ID --proxy-port N\n"
 	"         [--max-processes N] [--max-memory-mb M] [--sandbox-uid UID]"
 	" [--binary-identity kernel|endpoint-only]\n"
-	"         [--tunnel-sni check|allow-mismatch]\n"
+	"         [--tunnel-sni check|allow-mismatch] [--transparent-ports P,P...|off]\n"
 	"         [--proxy-memory-mb N] [--max-upstream-connections N]\n"
 	"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
 	" -- CMD [ARG...]\n"
@@ -77,6 +77,44 @@ static int port_flag(const char *flag, const char *v, uint16_t *out, os_error *e
 	return 0;
 }
 
+/* --transparent-ports 80,443,8080 | off */
+static int transparent_ports_flag(const char *v, struct backend_descriptor *d, os_error *err)
+{
+	d->n_transparent_ports = 0;
+	d->transparent_off = strcmp(v, "off") == 0;
+	if (d->transparent_off)
+		return 0;
+	const char *p = v;
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char one[8];
+		uint64_t n = 0;
+		if (len == 0 || len >= sizeof one)
+			return os_error_set(err, EINVAL,
+					    "--transparent-ports: expected PORT,PORT... or off, "
+					    "got \"%s\"",
+					    v);
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (parse_u64_str(one, 1, 65535, &n, err) < 0)
+			return os_error_prefix(err, "--transparent-ports");
+		for (size_t i = 0; i < d->n_transparent_ports; i++)
+			if (d->transparent_ports[i] == n)
+				return os_error_set(err, EINVAL,
+						    "--transparent-ports: port %s listed twice",
+						    one);
+		if (d->n_transparent_ports == BACKEND_TRANSPARENT_PORTS_MAX)
+			return os_error_set(err, EINVAL, "--transparent-ports: at most %d ports",
+					    BACKEND_TRANSPARENT_PORTS_MAX);
+		d->transparent_ports[d->n_transparent_ports++] = (uint16_t)n;
+		p += len + (end ? 1 : 0);
+		if (end && !*p)
+			return os_error_set(err, EINVAL, "--transparent-ports: trailing comma");
+	}
+	return d->n_transparent_ports ? 0 : os_error_set(err, EINVAL, "--transparent-ports: empty");
+}
+
 /* Flags whose value is checked here. */
 static int set_checked_flag(struct sup_options *o, const char *a, const char *v, os_error *err)
 {
@@ -85,6 +123,10 @@ static int set_checked_flag(struct sup_options *o, const char *a, const char *v,
 		return port_flag(a, v, &o->desc.proxy_port, err);
 	if (strcmp(a, "--split-control-port") == 0)
 		return port_flag(a, v, &o->desc.control_port, err);
+	if (strcmp(a, "--transparent-ports") == 0) {
+		o->transparent_set = true;
+		return transparent_ports_flag(v, &o->desc, err);
+	}
 	if (strcmp(a, "--split-confirm-timeout") == 0) {
 		if (parse_u64_str(v, 1, 3600000, &n, err) < 0)
 			return os_error_prefix(err, "%s", a);
@@ -137,6 +179,11 @@ static int finish(struct sup_options *o, os_error *err)
 		return os_error_set(err, EINVAL, "--gateway and --token-file go together");
 	if (o->gateway_ca && !o->gateway_url)
 		return os_error_set(err, EINVAL, "--gateway-ca needs --gateway https://...");
+	if (!o->transparent_set) { /* web ports by default */
+		o->desc.transparent_ports[0] = 80;
+		o->desc.transparent_ports[1] = 443;
+		o->desc.n_transparent_ports = 2;
+	}
 	o->egress.sandbox_id = o->desc.sandbox_id;
 	o->egress.audit_log = o->audit_log;
 	if (!o->egress.run_dir) {

@@ -39,8 +39,7 @@ static int canary_open(const struct inpod *p, int type, struct sockaddr_in *addr
 	return 0;
 }
 
-/* A socket created inside the sandbox namespace, as the agent would. */
-static int inside_socket(const struct inpod *p, int domain, int type, int *out, os_error *err)
+int inpod_inside_socket(const struct inpod *p, int domain, int type, int *out, os_error *err)
 {
 	int saved = -1;
 	if (netns_enter(p->netns_fd, &saved, err) < 0)
@@ -95,7 +94,7 @@ static int probe_tcp(const struct inpod *p, os_error *err)
 	struct sockaddr_in canary_addr;
 	_cleanup_close_ int canary = -1, s = -1;
 	if (canary_open(p, SOCK_STREAM, &canary_addr, &canary, err) < 0 ||
-	    inside_socket(p, AF_INET, SOCK_STREAM, &s, err) < 0)
+	    inpod_inside_socket(p, AF_INET, SOCK_STREAM, &s, err) < 0)
 		return -1;
 	int got = connect_outcome(s, (struct sockaddr *)&canary_addr, sizeof(canary_addr));
 	if (got != ECONNREFUSED)
@@ -110,7 +109,7 @@ static int probe_udp(const struct inpod *p, os_error *err)
 	struct sockaddr_in canary_addr;
 	_cleanup_close_ int canary = -1, s = -1;
 	if (canary_open(p, SOCK_DGRAM, &canary_addr, &canary, err) < 0 ||
-	    inside_socket(p, AF_INET, SOCK_DGRAM, &s, err) < 0)
+	    inpod_inside_socket(p, AF_INET, SOCK_DGRAM, &s, err) < 0)
 		return -1;
 	/* The fence rejects in the output hook, so the send itself must fail. */
 	if (sendto(s, "x", 1, 0, (struct sockaddr *)&canary_addr, sizeof(canary_addr)) >= 0)
@@ -122,7 +121,7 @@ static int probe_ipv6(const struct inpod *p, os_error *err)
 {
 	_cleanup_close_ int s = -1;
 	os_error local = { 0 };
-	if (inside_socket(p, AF_INET6, SOCK_STREAM, &s, &local) < 0)
+	if (inpod_inside_socket(p, AF_INET6, SOCK_STREAM, &s, &local) < 0)
 		return local.code == EAFNOSUPPORT ? 0
 						  : os_error_set(err, local.code, "%s", local.msg);
 	struct sockaddr_in6 dst = { .sin6_family = AF_INET6, .sin6_port = htons(80) };
@@ -135,7 +134,7 @@ static int probe_ipv6(const struct inpod *p, os_error *err)
 static int probe_proxy(const struct inpod *p, os_error *err)
 {
 	_cleanup_close_ int s = -1;
-	if (inside_socket(p, AF_INET, SOCK_STREAM, &s, err) < 0)
+	if (inpod_inside_socket(p, AF_INET, SOCK_STREAM, &s, err) < 0)
 		return -1;
 	struct sockaddr_in proxy = { .sin_family = AF_INET,
 				     .sin_addr = p->host_addr,

@@ -15,6 +15,7 @@
 
 #include "cleanup.h"
 #include "fdutil.h"
+#include "dns_stub.h"
 #include "egress_proxy.h"
 #include "inference.h"
 #include "json.h"
@@ -26,6 +27,8 @@
 
 struct egress {
 	struct egress_options o;
+	struct loop *loop;
+	struct dns_stub *dns; /* the transparent path's resolver, or NULL */
 	struct policy_holder *holder;
 	struct proxy *proxy;
 	struct audit *audit;
@@ -88,6 +91,7 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 	if (!e)
 		return os_error_set(err, ENOMEM, "out of memory");
 	e->o = *o;
+	e->loop = l;
 	proxy_raise_fd_limit();
 	proxy_limits_default(&e->cfg.limits);
 	if (o->proxy_memory_mb)
@@ -408,10 +412,24 @@ int egress_apply_policy_text(struct egress *e, const char *yaml, size_t len, uin
 	return 0;
 }
 
+int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, os_error *err)
+{
+	if (tcp_fd >= 0 && proxy_add_transparent(e->proxy, tcp_fd, err) < 0) {
+		close(tcp_fd);
+		if (dns_fd >= 0)
+			close(dns_fd);
+		return -1;
+	}
+	if (dns_fd >= 0 && dns_stub_new(e->loop, e->cfg.resolver, dns_fd, &e->dns, err) < 0)
+		return -1;
+	return 0;
+}
+
 void egress_free(struct egress *e)
 {
 	if (!e)
 		return;
+	dns_stub_free(e->dns); /* before the resolver its lookups use */
 	proxy_free(e->proxy);
 	json_decref(e->fs);
 	free(e->text);

@@ -38,6 +38,11 @@ struct egress;
 int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 		 const struct egress_options *o, struct egress **out, os_error *err);
 
+/* Serves the backend's transparent listeners (docs/network.md): tcp_fd
+ * (redirected direct connections) and dns_fd (redirected DNS queries), -1
+ * for none; both are taken, also on failure. */
+int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, os_error *err);
+
 /* Fills the launch spec from the policy: filesystem lists, user/group (when
  * the policy sets them), Landlock mode, and the environment (proxy, CA
  * bundle variables, credential placeholders). Keys already present win for

@@ -64,6 +64,9 @@ struct proxy;
 
 void proxy_limits_default(struct proxy_limits *l);
 int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out, os_error *err);
+/* Serves redirected direct connections on the listening socket fd (the
+ * transparent path, docs/network.md): takes ownership of fd. */
+int proxy_add_transparent(struct proxy *p, int fd, os_error *err);
 /* Call after policy_holder_swap: tunnels whose decision changed are closed;
  * kept-alive connections judge their next request by the new generation. */
 void proxy_policy_changed(struct proxy *p);

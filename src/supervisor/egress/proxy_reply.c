@@ -166,7 +166,8 @@ static void send_json(struct conn *c, int status, json_t *body, const char *poli
 	free(text);
 	if (rc < 0)
 		log_warn("proxy: building a %d answer: %s", status, err.msg);
-	conn_set_state(c, ST_CLOSING);
+	if (!transparent_defer_answer(c))
+		conn_set_state(c, ST_CLOSING);
 }
 
 /* Kept for GET http://policy.local/v1/denials (no detail text: see denials.h). */
