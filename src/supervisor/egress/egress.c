@@ -18,6 +18,7 @@
 #include "dns_stub.h"
 #include "egress_proxy.h"
 #include "inference.h"
+#include "java_trust.h"
 #include "json.h"
 #include "log.h"
 #include "parse.h"
@@ -40,7 +41,7 @@ struct egress {
 	 * revision at session start is that policy, not a second load. */
 	char *text;
 	size_t text_len;
-	char ca_path[PATH_MAX], bundle_path[PATH_MAX];
+	char ca_path[PATH_MAX], bundle_path[PATH_MAX], java_trust_path[PATH_MAX];
 };
 
 #define POLICY_TEXT_MAX (4u << 20)
@@ -80,6 +81,10 @@ static int setup_ca(struct egress *e, os_error *err)
 	const char *roots = access(SYSTEM_ROOTS, R_OK) == 0 ? SYSTEM_ROOTS : NULL;
 	if (tls_ca_new(e->o.sandbox_id, &e->cfg.ca, err) < 0 ||
 	    tls_ca_write_files(e->cfg.ca, e->ca_path, e->bundle_path, roots, err) < 0)
+		return os_error_prefix(err, "sandbox CA");
+	if (str_format(e->java_trust_path, sizeof e->java_trust_path, err, "%s/truststore.p12",
+		       e->o.run_dir) < 0 ||
+	    java_trust_write(e->bundle_path, e->java_trust_path, err) < 0)
 		return os_error_prefix(err, "sandbox CA");
 	return 0;
 }
@@ -205,6 +210,28 @@ static void fill_ident(json_t *spec, const char *key, const struct policy_ident 
 		json_object_set_new(spec, key, json_integer(id->id));
 }
 
+/* Java reads neither the proxy variables nor a PEM bundle: the JVM's own
+ * properties say both (JAVA_TOOL_OPTIONS is read by every JVM at start).
+ * An agent's own JAVA_TOOL_OPTIONS is not kept: the spec's env is ours. */
+static void set_java_options(struct egress *e, json_t *env, const char *proxy_url)
+{
+	const char *hp = strncmp(proxy_url, "http://", 7) == 0 ? proxy_url + 7 : NULL;
+	const char *colon = hp ? strrchr(hp, ':') : NULL;
+	if (!colon)
+		return;
+	char opts[2 * PATH_MAX + 512];
+	int n = snprintf(opts, sizeof opts,
+			 "-Dhttp.proxyHost=%.*s -Dhttp.proxyPort=%s -Dhttps.proxyHost=%.*s "
+			 "-Dhttps.proxyPort=%s -Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]",
+			 (int)(colon - hp), hp, colon + 1, (int)(colon - hp), hp, colon + 1);
+	if (e->cfg.ca && e->java_trust_path[0] && n > 0 && (size_t)n < sizeof opts)
+		snprintf(opts + n, sizeof opts - (size_t)n,
+			 " -Djavax.net.ssl.trustStore=%s -Djavax.net.ssl.trustStoreType=PKCS12"
+			 " -Djavax.net.ssl.trustStorePassword=" JAVA_TRUST_PASSWORD,
+			 e->java_trust_path);
+	json_object_set_new(env, "JAVA_TOOL_OPTIONS", json_string(opts));
+}
+
 static void fill_env(struct egress *e, json_t *env, const char *proxy_url)
 {
 	static const char *const proxy_vars[] = { "HTTP_PROXY",	 "HTTPS_PROXY", "http_proxy",
@@ -227,6 +254,7 @@ static void fill_env(struct egress *e, json_t *env, const char *proxy_url)
 			json_object_set_new(env, bundle_vars[i], json_string(e->bundle_path));
 		json_object_set_new(env, "NODE_EXTRA_CA_CERTS", json_string(e->ca_path));
 	}
+	set_java_options(e, env, proxy_url);
 	char **vars = NULL;
 	size_t n = 0;
 	if (e->cfg.creds && credentials_agent_env(e->cfg.creds, &vars, &n, NULL) == 0) {
@@ -256,6 +284,8 @@ int egress_fill_spec(struct egress *e, json_t *spec, const char *proxy_url, os_e
 		json_object_set_new(spec, "env", env);
 	}
 	fill_env(e, env, proxy_url);
+	if (e->cfg.ca) /* in the filesystem view, where a launcher makes one */
+		json_object_set_new(spec, "system_trust", json_string(e->bundle_path));
 	return 0;
 }
 
@@ -446,6 +476,8 @@ void egress_free(struct egress *e)
 		unlink(e->ca_path);
 	if (e->bundle_path[0])
 		unlink(e->bundle_path);
+	if (e->java_trust_path[0])
+		unlink(e->java_trust_path);
 	if (e->o.run_dir && e->ca_path[0])
 		rmdir(e->o.run_dir);
 	free(e);

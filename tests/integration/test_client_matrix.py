@@ -1,0 +1,188 @@
+"""The clients agents use, each inside a real sandbox (openshell-supervisor,
+inpod backend, the launcher's filesystem view, Landlock and seccomp, an
+unprivileged uid) against a local TLS upstream (TEST-NET-2, in a namespace
+of this test: nothing leaves the machine) under a policy that allows GET
+/allowed/** and nothing else: for each client the allowed request works with
+nothing set up by the agent (the supervisor's environment and view give the
+proxy and the trust), and the denied one fails with the reason
+(no_matching_rule) in what the client shows.
+
+Clients that honour the proxy variables go through CONNECT; Node 20's fetch
+and https (and every client here told to ignore proxies) connect straight
+to the address DNS gave them, which the transparent path judges. A client
+whose binary is absent is skipped, naming it."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.lib import agent_sandbox, build
+from tests.lib.adv_util import UPSTREAM_IP, Upstream
+
+pytestmark = build.needs("openshell-supervisor", "openshell-sandbox")
+HERE = os.path.join(build.TESTS, "integration")
+CLIENTS = os.path.join(HERE, "clients")
+AGENT = os.path.join(HERE, "client_matrix_agent.py")
+PY = "/usr/bin/python3"
+REASON = "no_matching_rule"
+
+NETWORK = f"""
+  web:
+    endpoints:
+      - host: upstream.test
+        port: 443
+        allowed_ips: ["{UPSTREAM_IP}/32"]
+        protocol: rest
+        rules:
+          - allow: {{ method: GET, path: "/allowed/**" }}
+      - host: upstream.test
+        port: 80
+        allowed_ips: ["{UPSTREAM_IP}/32"]
+        protocol: rest
+        rules:
+          - allow: {{ method: GET, path: "/allowed/**" }}
+    binaries:
+      - {{ path: "/usr/bin/curl" }}
+      - {{ path: "/usr/bin/wget" }}
+      - {{ path: "/usr/bin/python3*" }}
+      - {{ path: "/usr/bin/node" }}
+      - {{ path: "/usr/lib/jvm/**" }}
+      - {{ path: "/var/tmp/osmatrix-bin/**" }}
+"""
+
+URL = "https://upstream.test"
+PY_URLLIB = ("import sys, urllib.request, urllib.error\n"
+             "h = [urllib.request.ProxyHandler({})] if sys.argv[2] == 'direct' else []\n"
+             "try:\n"
+             "    r = urllib.request.build_opener(*h).open(sys.argv[1], timeout=20)\n"
+             "    print(r.status, r.read().decode())\n"
+             "except urllib.error.HTTPError as e:\n"
+             "    print(e.code, e.reason, e.read().decode()); sys.exit(1)\n")
+PY_REQUESTS = ("import sys, requests\n"
+               "s = requests.Session()\n"
+               "s.trust_env = sys.argv[2] != 'direct'\n"
+               "if not s.trust_env:\n"
+               "    import os; s.verify = os.environ['REQUESTS_CA_BUNDLE']\n"
+               "r = s.get(sys.argv[1], timeout=20)\n"
+               "print(r.status_code, r.reason, r.text); sys.exit(0 if r.ok else 1)\n")
+PY_HTTPX = ("import sys, httpx\n"
+            "r = httpx.get(sys.argv[1], timeout=20, trust_env=sys.argv[2] != 'direct',\n"
+            "              verify=__import__('os').environ['SSL_CERT_FILE'])\n"
+            "print(r.status_code, r.reason_phrase, r.text); sys.exit(0 if r.is_success else 1)\n")
+BIN = "/var/tmp/osmatrix-bin"  # compiled clients, readable by the agent's uid
+
+
+def have(binary):
+    return shutil.which(binary) is not None
+
+
+def py_module(name):
+    return subprocess.run([PY, "-c", f"import {name}"], capture_output=True).returncode == 0
+
+
+def compile_clients():
+    """Java and Go clients built here (outside the sandbox, caches outside
+    the checkout, no downloads); None for a toolchain that is absent."""
+    os.makedirs(BIN, exist_ok=True)
+    os.chmod(BIN, 0o755)
+    built = {}
+    if have("javac") and have("java"):
+        subprocess.run(["javac", "-d", BIN, os.path.join(CLIENTS, "MatrixClient.java")],
+                       check=True, capture_output=True)
+        built["java"] = True
+    if have("go"):
+        env = dict(os.environ, GOCACHE="/var/tmp/osmatrix-gocache", GOPATH="/var/tmp/osmatrix-gopath",
+                   GOPROXY="off", GOFLAGS="-mod=mod", GOTOOLCHAIN="local", CGO_ENABLED="0")
+        subprocess.run(["go", "build", "-o", os.path.join(BIN, "matrix-client-go"),
+                        os.path.join(CLIENTS, "matrix_client.go")],
+                       check=True, capture_output=True, env=env, cwd=CLIENTS)
+        built["go"] = True
+    for root, dirs, files in os.walk(BIN):
+        for n in dirs + files:
+            os.chmod(os.path.join(root, n), 0o755)
+    return built
+
+
+def cases(built):
+    """name -> (argv builder for a path, why it is skipped or None)."""
+    node = os.path.join(CLIENTS, "node_client.js")
+    c = {
+        "curl": (lambda p: ["curl", "-sS", URL + p], None),
+        "curl-direct": (lambda p: ["curl", "-sS", "--noproxy", "*", URL + p], None),
+        "curl-http-direct": (lambda p: ["curl", "-sS", "--noproxy", "*",
+                                        "http://upstream.test" + p], None),
+        "wget": (lambda p: ["wget", "-q", "--content-on-error", "-O", "-", URL + p],
+                 None if have("wget") else "wget absent"),
+        "wget-direct": (lambda p: ["wget", "-q", "--no-proxy", "--content-on-error", "-O", "-",
+                                   URL + p], None if have("wget") else "wget absent"),
+        "python-urllib": (lambda p: [PY, "-c", PY_URLLIB, URL + p, "proxy"], None),
+        "python-urllib-direct": (lambda p: [PY, "-c", PY_URLLIB, URL + p, "direct"], None),
+        "python-requests": (lambda p: [PY, "-c", PY_REQUESTS, URL + p, "proxy"],
+                            None if py_module("requests") else "python3-requests absent"),
+        "python-requests-direct": (lambda p: [PY, "-c", PY_REQUESTS, URL + p, "direct"],
+                                   None if py_module("requests") else "python3-requests absent"),
+        "python-httpx": (lambda p: [PY, "-c", PY_HTTPX, URL + p, "proxy"],
+                         None if py_module("httpx") else "python3-httpx absent"),
+        "python-httpx-direct": (lambda p: [PY, "-c", PY_HTTPX, URL + p, "direct"],
+                                None if py_module("httpx") else "python3-httpx absent"),
+        "node-fetch": (lambda p: ["node", node, "fetch", URL + p],
+                       None if have("node") else "node absent"),
+        "node-https": (lambda p: ["node", node, "https", URL + p],
+                       None if have("node") else "node absent"),
+        "java-httpclient": (lambda p: ["java", "-cp", BIN, "MatrixClient", URL + p],
+                            None if built.get("java") else "javac/java absent"),
+        "go-net-http": (lambda p: [os.path.join(BIN, "matrix-client-go"), URL + p],
+                        None if built.get("go") else "go absent"),
+    }
+    return c
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    up = Upstream().start()
+    try:
+        built = compile_clients()
+        table = cases(built)
+        runs = []
+        for name, (argv, skip) in table.items():
+            if skip:
+                continue
+            runs.append({"name": name + ":allowed", "argv": argv(f"/allowed/{name}")})
+            runs.append({"name": name + ":denied", "argv": argv(f"/denied/{name}")})
+        out, records = agent_sandbox.run(
+            NETWORK, [PY, AGENT, json.dumps(runs)],
+            read_only=[HERE, BIN], tag="mx",
+            extra=["--upstream-ca", f"{up.dir}/ca.pem"])
+        seen = [r["path"] for r in up.requests()]
+        yield {"table": table, "out": {o["name"]: o for o in out}, "records": records,
+               "upstream": seen}
+    finally:
+        up.stop()
+
+
+NAMES = list(cases({"java": True, "go": True}))
+
+
+@pytest.mark.parametrize("client", NAMES)
+def test_client_allowed_and_denied(matrix, client):
+    argv, skip = matrix["table"][client]
+    if skip:
+        pytest.skip(skip)
+    ok, no = matrix["out"][client + ":allowed"], matrix["out"][client + ":denied"]
+    assert ok["rc"] == 0 and f"/allowed/{client}" in ok["out"], ok
+    assert f"/allowed/{client}" in matrix["upstream"]
+    # Refused before the upstream, and the client shows why.
+    assert f"/denied/{client}" not in matrix["upstream"]
+    assert REASON in no["out"], no
+    denied = [r for r in matrix["records"] if r.get("path") == f"/denied/{client}"]
+    assert denied and all(r["decision"] == "deny" for r in denied), denied
+
+
+def test_no_client_was_fenced(matrix):
+    """Every client reached the boundary's proxy: none of them hit the fence
+    (a bypass record), DNS included."""
+    bypass = [r for r in matrix["records"] if r.get("event") == "bypass"]
+    assert bypass == [], bypass
