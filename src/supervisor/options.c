@@ -82,37 +82,11 @@ static int transparent_ports_flag(const char *v, struct backend_descriptor *d, o
 {
 	d->n_transparent_ports = 0;
 	d->transparent_off = strcmp(v, "off") == 0;
-	if (d->transparent_off)
-		return 0;
-	const char *p = v;
-	while (*p) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		char one[8];
-		uint64_t n = 0;
-		if (len == 0 || len >= sizeof one)
-			return os_error_set(err, EINVAL,
-					    "--transparent-ports: expected PORT,PORT... or off, "
-					    "got \"%s\"",
-					    v);
-		memcpy(one, p, len);
-		one[len] = '\0';
-		if (parse_u64_str(one, 1, 65535, &n, err) < 0)
-			return os_error_prefix(err, "--transparent-ports");
-		for (size_t i = 0; i < d->n_transparent_ports; i++)
-			if (d->transparent_ports[i] == n)
-				return os_error_set(err, EINVAL,
-						    "--transparent-ports: port %s listed twice",
-						    one);
-		if (d->n_transparent_ports == BACKEND_TRANSPARENT_PORTS_MAX)
-			return os_error_set(err, EINVAL, "--transparent-ports: at most %d ports",
-					    BACKEND_TRANSPARENT_PORTS_MAX);
-		d->transparent_ports[d->n_transparent_ports++] = (uint16_t)n;
-		p += len + (end ? 1 : 0);
-		if (end && !*p)
-			return os_error_set(err, EINVAL, "--transparent-ports: trailing comma");
-	}
-	return d->n_transparent_ports ? 0 : os_error_set(err, EINVAL, "--transparent-ports: empty");
+	if (!d->transparent_off &&
+	    parse_port_list(v, d->transparent_ports, BACKEND_TRANSPARENT_PORTS_MAX,
+			    &d->n_transparent_ports, err) < 0)
+		return os_error_prefix(err, "--transparent-ports (or off)");
+	return 0;
 }
 
 /* Flags whose value is checked here. */

@@ -125,8 +125,14 @@ static int inpod_attach_steps(struct inpod *p, const struct backend_descriptor *
 		return os_error_prefix(err, "step bypass monitor");
 	if (inner_net(p, err) < 0)
 		return os_error_prefix(err, "step agent network");
-	if (inpod_transparent_up(p, d, err) < 0)
-		return os_error_prefix(err, "step transparent path");
+	/* Not part of the fence: without it direct connections are refused as
+	 * before (a kernel without nft nat/redirect), so it only warns. */
+	os_error tp_err = { 0 };
+	if (inpod_transparent_up(p, d, &tp_err) < 0) {
+		log_warn("transparent path unavailable, direct connections stay refused: %s",
+			 tp_err.msg);
+		inpod_transparent_close(p);
+	}
 	return 0;
 }
 

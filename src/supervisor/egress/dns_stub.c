@@ -58,7 +58,8 @@ int dns_stub_parse_question(const uint8_t *q, size_t len, char *name, size_t cap
 		uint8_t l = q[pos++];
 		if (l == 0)
 			break;
-		if (l > 63 || pos + l > len || out + l + 1 >= cap || out + l + 1 > 254)
+		size_t need = out + (out ? 1 : 0) + l; /* the name's length with this label */
+		if (l > 63 || pos + l > len || need > 253 || need >= cap)
 			return -RCODE_FORMERR; /* compression pointers included: none here */
 		if (out)
 			name[out++] = '.';
