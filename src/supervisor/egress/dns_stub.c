@@ -36,6 +36,8 @@ struct pending {
 struct dns_stub {
 	struct loop *loop;
 	struct resolver *resolver;
+	dns_stub_gate gate;
+	void *gate_user;
 	int fd;
 	struct loop_io *io;
 	struct pending *pending;
@@ -160,7 +162,8 @@ static void lookup(struct dns_stub *s, const struct sockaddr_storage *peer, sock
 {
 	char host[256];
 	os_error err = { 0 };
-	if (host_normalize(name, strlen(name), host, sizeof host, &err) < 0) {
+	if (host_normalize(name, strlen(name), host, sizeof host, &err) < 0 ||
+	    !s->gate(s->gate_user, host)) {
 		answer_empty(s, peer, plen, head, head_len, RCODE_NXDOMAIN);
 		return;
 	}
@@ -227,7 +230,8 @@ static void on_readable(struct loop *l, struct loop_io *w, int fd, unsigned even
 	}
 }
 
-int dns_stub_new(struct loop *l, struct resolver *r, int fd, struct dns_stub **out, os_error *err)
+int dns_stub_new(struct loop *l, struct resolver *r, dns_stub_gate gate, void *gate_user, int fd,
+		 struct dns_stub **out, os_error *err)
 {
 	struct dns_stub *s = calloc(1, sizeof *s);
 	if (!s) {
@@ -236,6 +240,8 @@ int dns_stub_new(struct loop *l, struct resolver *r, int fd, struct dns_stub **o
 	}
 	s->loop = l;
 	s->resolver = r;
+	s->gate = gate;
+	s->gate_user = gate_user;
 	s->fd = fd;
 	if (loop_io_add(l, fd, LOOP_IN, 0, on_readable, s, &s->io, err) < 0) {
 		dns_stub_free(s);

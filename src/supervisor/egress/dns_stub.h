@@ -3,12 +3,14 @@
  * 53 here, and each is answered from the proxy's own resolver (hosts file,
  * then c-ares), so the agent needs no path to any outside resolver and the
  * addresses it gets are the ones the transparent proxy will accept for the
- * name. Only A is answered; AAAA gets an empty answer (the sandbox has no
+ * name. Only names the policy could allow are looked up (see
+ * dns_stub_gate). Only A is answered; AAAA gets an empty answer (the sandbox has no
  * IPv6), every other question REFUSED. Queries are parsed as hostile input:
  * bounded, one question, no compression in it. */
 #ifndef OS_DNS_STUB_H
 #define OS_DNS_STUB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,8 +23,14 @@
 
 struct dns_stub;
 
+/* Whether name may be looked up at all: a name no policy could allow is
+ * answered NXDOMAIN without a lookup, so DNS carries nothing out that a
+ * CONNECT could not (the proxy resolves only names it has allowed). */
+typedef bool (*dns_stub_gate)(void *user, const char *name);
+
 /* Serves the bound UDP socket fd (taken). */
-int dns_stub_new(struct loop *l, struct resolver *r, int fd, struct dns_stub **out, os_error *err);
+int dns_stub_new(struct loop *l, struct resolver *r, dns_stub_gate gate, void *gate_user, int fd,
+		 struct dns_stub **out, os_error *err);
 void dns_stub_free(struct dns_stub *s);
 
 /* The question of query q[0..len): 0 with the name (lower case, no final

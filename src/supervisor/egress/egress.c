@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -30,6 +31,10 @@ struct egress {
 	struct egress_options o;
 	struct loop *loop;
 	struct dns_stub *dns; /* the transparent path's resolver, or NULL */
+	uint16_t dns_ports[EGRESS_TRANSPARENT_PORTS_MAX]; /* the ports its names serve */
+	size_t n_dns_ports;
+	time_t dns_deny_second; /* audit records of refused names: at most */
+	unsigned dns_deny_count; /* DNS_DENY_RECORDS_PER_S a second */
 	struct policy_holder *holder;
 	struct proxy *proxy;
 	struct audit *audit;
@@ -442,15 +447,57 @@ int egress_apply_policy_text(struct egress *e, const char *yaml, size_t len, uin
 	return 0;
 }
 
-int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, os_error *err)
+#define DNS_DENY_RECORDS_PER_S 20
+
+/* A name is looked up only when some endpoint allows it on a port the
+ * transparent path serves (by endpoint: the querying binary is unknown;
+ * the connection that follows is judged with its identity). */
+static bool dns_name_allowed(void *user, const char *name)
 {
+	struct egress *e = user;
+	struct policy_gen *g = policy_holder_acquire(e->holder);
+	bool ok = false;
+	for (size_t i = 0; i < e->n_dns_ports && !ok; i++) {
+		struct policy_decision d;
+		policy_decide_connect_endpoint_only(g, name, e->dns_ports[i], &d);
+		ok = d.verdict != POLICY_DENY;
+	}
+	uint64_t generation = e->generation;
+	policy_unref(g);
+	time_t now = time(NULL);
+	if (now != e->dns_deny_second) {
+		e->dns_deny_second = now;
+		e->dns_deny_count = 0;
+	}
+	if (!ok && e->dns_deny_count++ < DNS_DENY_RECORDS_PER_S) {
+		struct audit_record r = { .event = "dns",
+					  .decision = "deny",
+					  .reason = "dns_name_not_allowed",
+					  .proto = "udp",
+					  .host = name,
+					  .uid = -1,
+					  .detail = "no policy allows this name: answered NXDOMAIN "
+						    "without a lookup",
+					  .generation = generation };
+		audit_write(e->audit, &r);
+	}
+	return ok;
+}
+
+int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, const uint16_t *ports,
+			     size_t n_ports, os_error *err)
+{
+	e->n_dns_ports =
+		n_ports < EGRESS_TRANSPARENT_PORTS_MAX ? n_ports : EGRESS_TRANSPARENT_PORTS_MAX;
+	memcpy(e->dns_ports, ports, e->n_dns_ports * sizeof *ports);
 	if (tcp_fd >= 0 && proxy_add_transparent(e->proxy, tcp_fd, err) < 0) {
 		close(tcp_fd);
 		if (dns_fd >= 0)
 			close(dns_fd);
 		return -1;
 	}
-	if (dns_fd >= 0 && dns_stub_new(e->loop, e->cfg.resolver, dns_fd, &e->dns, err) < 0)
+	if (dns_fd >= 0 &&
+	    dns_stub_new(e->loop, e->cfg.resolver, dns_name_allowed, e, dns_fd, &e->dns, err) < 0)
 		return -1;
 	return 0;
 }
