@@ -49,7 +49,8 @@ int inpod_transparent_up(struct inpod *p, const struct backend_descriptor *d, os
 	p->tp_tcp_fd = p->tp_dns_fd = -1;
 	if (d->transparent_off)
 		return 0;
-	struct nft_redirect_spec spec = { .n_tcp_ports = d->n_transparent_ports };
+	struct nft_redirect_spec spec = { .n_tcp_ports = d->n_transparent_ports,
+					  .keep_addr = p->host_addr };
 	memcpy(spec.tcp_ports, d->transparent_ports,
 	       d->n_transparent_ports * sizeof d->transparent_ports[0]);
 	if ((spec.n_tcp_ports &&

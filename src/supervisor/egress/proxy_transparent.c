@@ -39,6 +39,7 @@ void transparent_accepted(struct conn *c, int fd)
 	c->orig.family = AF_INET;
 	c->orig.v4 = orig.sin_addr;
 	c->orig_port = ntohs(orig.sin_port);
+	ip_addr_format(&c->orig, c->dst, sizeof c->dst); /* every record names it */
 	/* The agent's socket names the original destination as its peer:
 	 * identity looks it up by that. */
 	memcpy(&c->local, &orig, sizeof orig);
@@ -46,9 +47,6 @@ void transparent_accepted(struct conn *c, int fd)
 
 static enum step_result refuse(struct conn *c, const char *reason, const char *detail)
 {
-	char dst[64];
-	if (!c->tp_no_dst && ip_addr_format(&c->orig, dst, sizeof dst) == 0)
-		snprintf(c->dst, sizeof c->dst, "%s", dst);
 	if (!c->port)
 		c->port = c->orig_port;
 	audit_decision(c, "connect", "deny", reason, NULL, NULL, detail);

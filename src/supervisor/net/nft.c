@@ -177,15 +177,25 @@ json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err
 									  json_integer(to)),
 							    verdict("accept")))));
 	}
+	char keep[INET_ADDRSTRLEN];
+	if (!inet_ntop(AF_INET, &spec->keep_addr, keep, sizeof keep)) {
+		json_decref(ports);
+		return os_error_errno(err, "nft redirect: address"), NULL;
+	}
+	json_t *not_keep =
+		json_pack("{s:{s:s, s:{s:{s:s, s:s}}, s:s}}", "match", "op", "!=", "left",
+			  "payload", "protocol", "ip", "field", "daddr", "right", keep);
 	if (spec->n_tcp_ports)
 		json_array_append_new(
-			cmds,
-			rule("redirect", json_pack("[o,o,o]", match_meta_ne("oifname", "lo"),
-						   match_payload("tcp", "dport",
-								 json_pack("{s:o}", "set", ports)),
-						   redirect_to(spec->tcp_to))));
-	else
+			cmds, rule("redirect",
+				   json_pack("[o,o,o,o]", match_meta_ne("oifname", "lo"), not_keep,
+					     match_payload("tcp", "dport",
+							   json_pack("{s:o}", "set", ports)),
+					     redirect_to(spec->tcp_to))));
+	else {
 		json_decref(ports);
+		json_decref(not_keep);
+	}
 	if (spec->dns_to)
 		json_array_append_new(
 			cmds,

@@ -44,6 +44,9 @@ struct nft_redirect_spec {
 	size_t n_tcp_ports;
 	uint16_t tcp_to;
 	uint16_t dns_to;
+	/* Never redirected (the supervisor's side of the veth: there only the
+	 * proxy port answers, the rest is refused as before). */
+	struct in_addr keep_addr;
 };
 
 json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err);
