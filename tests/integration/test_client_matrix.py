@@ -28,6 +28,8 @@ CLIENTS = os.path.join(HERE, "clients")
 AGENT = os.path.join(HERE, "client_matrix_agent.py")
 PY = "/usr/bin/python3"
 REASON = "no_matching_rule"
+GIT_PORT = 9443
+GIT_SERVER = os.path.join(HERE, "git_http_server.py")
 
 NETWORK = f"""
   web:
@@ -44,8 +46,17 @@ NETWORK = f"""
         protocol: rest
         rules:
           - allow: {{ method: GET, path: "/allowed/**" }}
+      - host: upstream.test
+        port: {GIT_PORT}
+        allowed_ips: ["{UPSTREAM_IP}/32"]
+        protocol: rest
+        rules:
+          - allow: {{ method: GET, path: "/allowed/**" }}
+          - allow: {{ method: POST, path: "/allowed/**" }}
     binaries:
       - {{ path: "/usr/bin/curl" }}
+      - {{ path: "/usr/bin/git" }}
+      - {{ path: "/usr/lib/git-core/**" }}
       - {{ path: "/usr/bin/wget" }}
       - {{ path: "/usr/bin/python3*" }}
       - {{ path: "/usr/bin/node" }}
@@ -100,6 +111,8 @@ def compile_clients():
                         os.path.join(CLIENTS, "matrix_client.go")],
                        check=True, capture_output=True, env=env, cwd=CLIENTS)
         built["go"] = True
+    if have("git"):
+        built["git"] = True
     for root, dirs, files in os.walk(BIN):
         for n in dirs + files:
             os.chmod(os.path.join(root, n), 0o755)
@@ -136,14 +149,45 @@ def cases(built):
                             None if built.get("java") else "javac/java absent"),
         "go-net-http": (lambda p: [os.path.join(BIN, "matrix-client-go"), URL + p],
                         None if built.get("go") else "go absent"),
+        # git shows only the status of a refusal ("returned error: 403"); the
+        # reason is one request away, at policy.local (the agent's harness).
+        "git-clone": (lambda p: ["sh", "-c",
+                                 f"git clone -q {URL}:{GIT_PORT}{p}/repo.git /tmp/clone{p.replace('/', '-')}"
+                                 f" && cat /tmp/clone{p.replace('/', '-')}/README"
+                                 " || { curl -sS http://policy.local/v1/denials?last=1; exit 1; }"],
+                      None if built.get("git") else "git absent"),
     }
     return c
+
+
+def git_server(up):
+    """Bare repositories /allowed/git-clone/repo.git and /denied/git-clone/repo.git
+    (one commit, a README naming the path) behind git http-backend on
+    upstream.test:GIT_PORT."""
+    root = os.path.join(up.dir, "git")
+    for name in ("allowed", "denied"):
+        work = os.path.join(root, "work-" + name)
+        bare = os.path.join(root, name, "git-clone", "repo.git")
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@test", "-c", "init.defaultBranch=main"]
+        subprocess.run(git + ["init", "-q", work], check=True)
+        with open(os.path.join(work, "README"), "w") as f:
+            f.write(f"/{name}/git-clone\n")
+        subprocess.run(git + ["-C", work, "add", "README"], check=True)
+        subprocess.run(git + ["-C", work, "commit", "-qm", "one"], check=True)
+        subprocess.run(git + ["clone", "-q", "--bare", work, bare], check=True)
+    p = subprocess.Popen(["ip", "netns", "exec", up.ns, PY, GIT_SERVER, UPSTREAM_IP, str(GIT_PORT),
+                          root, f"{up.dir}/srv.pem", f"{up.dir}/srv.key"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    up.procs.append(p)
 
 
 @pytest.fixture(scope="module")
 def matrix():
     up = Upstream().start()
     try:
+        if have("git"):
+            git_server(up)
         built = compile_clients()
         table = cases(built)
         runs = []
@@ -173,11 +217,19 @@ def test_client_allowed_and_denied(matrix, client):
         pytest.skip(skip)
     ok, no = matrix["out"][client + ":allowed"], matrix["out"][client + ":denied"]
     assert ok["rc"] == 0 and f"/allowed/{client}" in ok["out"], ok
-    assert f"/allowed/{client}" in matrix["upstream"]
     # Refused before the upstream, and the client shows why.
-    assert f"/denied/{client}" not in matrix["upstream"]
+    assert no["rc"] != 0 or client.startswith("curl"), no  # curl -sS shows the 403's body
     assert REASON in no["out"], no
-    denied = [r for r in matrix["records"] if r.get("path") == f"/denied/{client}"]
+    if client == "git-clone":  # its own server: the proxy's records say what passed
+        path = "/allowed/git-clone/repo.git/info/refs"
+        assert [r for r in matrix["records"] if r.get("path") == path and
+                r["decision"] == "allow"]
+        prefix = "/denied/git-clone/"
+    else:
+        assert f"/allowed/{client}" in matrix["upstream"]
+        assert f"/denied/{client}" not in matrix["upstream"]
+        prefix = f"/denied/{client}"
+    denied = [r for r in matrix["records"] if r.get("path", "").startswith(prefix)]
     assert denied and all(r["decision"] == "deny" for r in denied), denied
 
 
