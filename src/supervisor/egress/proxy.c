@@ -410,13 +410,10 @@ void conn_step(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	if (moved) {
-		const struct proxy_limits *lim = &c->proxy->cfg.limits;
-		unsigned ms = c->state == ST_READ_HEAD && c->mode == MODE_NONE
-				      ? lim->head_timeout_ms
-				      : lim->idle_timeout_ms;
-		loop_timer_set(c->timer, ms, 0, NULL);
-	}
+	/* The first head's deadline runs from accept (armed there): bytes
+	 * trickled in one at a time must not extend it (slowloris). */
+	if (moved && !(c->state == ST_READ_HEAD && c->mode == MODE_NONE))
+		loop_timer_set(c->timer, c->proxy->cfg.limits.idle_timeout_ms, 0, NULL);
 	conn_update_interest(c);
 }
 
