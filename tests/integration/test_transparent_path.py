@@ -197,3 +197,10 @@ def test_a_trickled_http_head_does_not_buy_time(run):
     t = probes["trickle"][0]
     assert t["text"].startswith("HTTP/1.1 408") and t["took"] < 20, t
     assert "/allowed/trickle" not in seen
+
+
+def test_a_clienthello_cut_short_is_refused_at_once(run):
+    probes, records, _, _ = run
+    h = probes["hello_cut"][0]
+    assert h["text"] == "" and h["took"] < 5, h
+    assert denied(records, "client_hello_incomplete")

@@ -105,6 +105,15 @@ def main():
     out("dns_exfil", **dns(1, "c2VjcmV0.exfil.canary.test"))
     out("allowed_by_dns", text=status(tls_get("api.test", 443, "api.test",
                                               "api.test")))
+    with socket.create_connection((UP, 443), timeout=15) as s:  # a ClientHello cut short
+        start = time.time()
+        s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+        s.shutdown(socket.SHUT_WR)
+        try:
+            got = s.recv(100).decode(errors="replace")
+        except OSError:  # a reset: the proxy closed with our bytes unread
+            got = ""
+        out("hello_cut", text=got, took=round(time.time() - start, 1))
     # Slowloris, both ways at once: a ClientHello that never ends, and a
     # plain-HTTP head trickled a byte a second (each byte must not buy time).
     res = {}

@@ -83,7 +83,6 @@ struct conn {
 	bool transparent, tp_started, tp_tls, tp_no_dst;
 	struct ip_addr orig;
 	uint16_t orig_port;
-	size_t tp_peeked;
 	char *tls_answer;
 	size_t tls_answer_len;
 	/* Caller identity, resolved once per connection and kept compact (the

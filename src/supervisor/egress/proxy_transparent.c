@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/netfilter_ipv4.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,14 @@ static int wants_tls(struct conn *c, const uint8_t *first, size_t n)
 	return n == 0 ? -1 : first[0] == 0x16;
 }
 
+/* The agent shut its side (peeked bytes stay readable, so a read cannot
+ * tell). */
+static bool peer_closed(const struct conn *c)
+{
+	struct pollfd p = { .fd = c->client.fd, .events = POLLRDHUP };
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static void set_rcvlowat(struct conn *c, int bytes)
 {
 	setsockopt(c->client.fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof bytes);
@@ -107,11 +116,9 @@ static enum step_result peek_client_hello(struct conn *c)
 	enum tls_sni_result r = tls_sni_parse(data, (size_t)n, name, sizeof name);
 	switch (r) {
 	case TLS_SNI_NEED_MORE:
-		/* Woken with nothing new: the agent closed mid-ClientHello. */
-		if ((size_t)n == c->tp_peeked)
+		if (peer_closed(c))
 			return refuse(c, "client_hello_incomplete",
 				      "the connection ended inside the TLS ClientHello");
-		c->tp_peeked = (size_t)n;
 		set_rcvlowat(c, (int)n + 1); /* wake when more than this is there */
 		return STEP_WAIT;
 	case TLS_SNI_FOUND:
