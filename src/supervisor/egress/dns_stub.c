@@ -5,9 +5,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hostglob.h"
@@ -31,6 +33,13 @@ struct pending {
 	socklen_t peer_len;
 	uint8_t head[DNS_PACKET_MAX]; /* header + question, copied from the query */
 	size_t head_len;
+	char host[254]; /* the name looked up, normalised */
+};
+
+struct handout {
+	char name[254];
+	struct in_addr addr;
+	time_t until;
 };
 
 struct dns_stub {
@@ -42,7 +51,31 @@ struct dns_stub {
 	struct loop_io *io;
 	struct pending *pending;
 	unsigned n_pending;
+	struct handout handed[DNS_STUB_REMEMBER_MAX];
+	size_t next_handout;
 };
+
+static void remember(struct dns_stub *s, const char *name, struct in_addr a)
+{
+	struct handout *h = &s->handed[s->next_handout];
+	s->next_handout = (s->next_handout + 1) % DNS_STUB_REMEMBER_MAX;
+	snprintf(h->name, sizeof h->name, "%s", name);
+	h->addr = a;
+	h->until = time(NULL) + DNS_STUB_REMEMBER_S;
+}
+
+bool dns_stub_handed_out(const struct dns_stub *s, const char *name, const struct ip_addr *a)
+{
+	if (!s || a->family != AF_INET)
+		return false;
+	time_t now = time(NULL);
+	for (size_t i = 0; i < DNS_STUB_REMEMBER_MAX; i++) {
+		const struct handout *h = &s->handed[i];
+		if (h->until >= now && h->addr.s_addr == a->v4.s_addr && strcmp(h->name, name) == 0)
+			return true;
+	}
+	return false;
+}
 
 int dns_stub_parse_question(const uint8_t *q, size_t len, char *name, size_t cap, uint16_t *qtype,
 			    size_t *question_end)
@@ -151,6 +184,7 @@ static void on_resolved(void *data, int status, const struct ip_addr *addrs, siz
 		memcpy(pkt + len + sizeof rr, &addrs[i].v4, 4);
 		len += sizeof rr + 4;
 		count++;
+		remember(s, p->host, addrs[i].v4);
 	}
 	answer_header(pkt, 0, count);
 	send_answer(s, &p->peer, p->peer_len, pkt, len);
@@ -177,6 +211,7 @@ static void lookup(struct dns_stub *s, const struct sockaddr_storage *peer, sock
 	p->peer_len = plen;
 	memcpy(p->head, head, head_len);
 	p->head_len = head_len;
+	snprintf(p->host, sizeof p->host, "%s", host);
 	p->query = resolver_lookup(s->resolver, host, on_resolved, p, &err);
 	if (!p->query) {
 		free(p);

@@ -33,6 +33,17 @@ int dns_stub_new(struct loop *l, struct resolver *r, dns_stub_gate gate, void *g
 		 struct dns_stub **out, os_error *err);
 void dns_stub_free(struct dns_stub *s);
 
+/* How long an answer is remembered: agents cache answers longer than
+ * their TTL (the JVM 30 s, many clients until the process ends). */
+#define DNS_STUB_REMEMBER_S 300
+#define DNS_STUB_REMEMBER_MAX 1024 /* answers kept (a ring: oldest go first) */
+
+/* Whether this stub answered name with address a in the last
+ * DNS_STUB_REMEMBER_S seconds: a name served by rotating addresses may
+ * resolve elsewhere when the proxy asks again, and the address the agent
+ * was handed is then still the name's. */
+bool dns_stub_handed_out(const struct dns_stub *s, const char *name, const struct ip_addr *a);
+
 /* The question of query q[0..len): 0 with the name (lower case, no final
  * dot, at most 253 bytes) and type, else -1 with the RCODE to answer
  * (1 FORMERR, 4 NOTIMP), or -2 when nothing may be answered (not a query). */

@@ -484,6 +484,11 @@ static bool dns_name_allowed(void *user, const char *name)
 	return ok;
 }
 
+static bool dns_handed_out(void *user, const char *name, const struct ip_addr *a)
+{
+	return dns_stub_handed_out(user, name, a);
+}
+
 int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, const uint16_t *ports,
 			     size_t n_ports, os_error *err)
 {
@@ -499,6 +504,8 @@ int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, const uin
 	if (dns_fd >= 0 &&
 	    dns_stub_new(e->loop, e->cfg.resolver, dns_name_allowed, e, dns_fd, &e->dns, err) < 0)
 		return -1;
+	if (e->dns)
+		proxy_set_dns_memory(e->proxy, dns_handed_out, e->dns);
 	return 0;
 }
 

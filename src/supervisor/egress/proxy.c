@@ -22,6 +22,8 @@ struct proxy {
 	struct loop_io *lio;
 	struct loop_io *tp_lio; /* the transparent listener, if any */
 	int tp_fd;
+	proxy_dns_memory dns_memory; /* the DNS stub's answers, or NULL */
+	void *dns_memory_user;
 	struct conn *conns;
 	unsigned n_conns;
 	uint64_t serial; /* bumped by proxy_policy_changed */
@@ -554,6 +556,17 @@ static void on_accept_transparent(struct loop *l, struct loop_io *w, int lfd, un
 				  void *data)
 {
 	accept_batch(data, lfd, true);
+}
+
+void proxy_set_dns_memory(struct proxy *p, proxy_dns_memory fn, void *user)
+{
+	p->dns_memory = fn;
+	p->dns_memory_user = user;
+}
+
+bool proxy_dns_handed_out(const struct proxy *p, const char *name, const struct ip_addr *a)
+{
+	return p->dns_memory && p->dns_memory(p->dns_memory_user, name, a);
 }
 
 int proxy_add_transparent(struct proxy *p, int fd, os_error *err)

@@ -184,6 +184,9 @@ bool transparent_check_addresses(struct conn *c, const struct ip_addr *addrs, si
 	for (size_t i = 0; i < n; i++)
 		if (same_addr(&addrs[i], &c->orig))
 			return true;
+	/* Rotating answers: the address the stub gave the agent for this name. */
+	if (proxy_dns_handed_out(c->proxy, c->host, &c->orig))
+		return true;
 	char dst[64], detail[400];
 	ip_addr_format(&c->orig, dst, sizeof dst);
 	snprintf(c->dst, sizeof c->dst, "%s", dst);
