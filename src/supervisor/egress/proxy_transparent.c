@@ -19,7 +19,6 @@
 #include <sys/socket.h>
 
 #include "hostglob.h"
-#include "log.h"
 #include "proxy_internal.h"
 #include "tls_sni.h"
 
@@ -57,13 +56,13 @@ static enum step_result refuse(struct conn *c, const char *reason, const char *d
 
 /* Port 443 is TLS, port 80 plain HTTP; another listed port is what its
  * first byte says (a TLS record starts with 22, no HTTP method does). */
-static int wants_tls(struct conn *c, const uint8_t *first, size_t n)
+static bool wants_tls(const struct conn *c, uint8_t first)
 {
 	if (c->orig_port == 443)
-		return 1;
+		return true;
 	if (c->orig_port == 80)
-		return 0;
-	return n == 0 ? -1 : first[0] == 0x16;
+		return false;
+	return first == 0x16;
 }
 
 /* The agent shut its side (peeked bytes stay readable, so a read cannot
@@ -107,8 +106,7 @@ static enum step_result peek_client_hello(struct conn *c)
 	}
 	if (n < 0)
 		return STEP_WAIT;
-	int tls = wants_tls(c, data, (size_t)n);
-	if (tls == 0) { /* plain HTTP: the request parser takes it from here */
+	if (!wants_tls(c, data[0])) { /* plain HTTP: the request parser takes it from here */
 		c->tp_started = true;
 		return STEP_PROGRESS;
 	}
