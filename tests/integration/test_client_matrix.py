@@ -83,6 +83,7 @@ PY_HTTPX = ("import sys, httpx\n"
             "r = httpx.get(sys.argv[1], timeout=20, trust_env=sys.argv[2] != 'direct',\n"
             "              verify=__import__('os').environ['SSL_CERT_FILE'])\n"
             "print(r.status_code, r.reason_phrase, r.text); sys.exit(0 if r.is_success else 1)\n")
+PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 BIN = "/var/tmp/osmatrix-bin"  # compiled clients, readable by the agent's uid
 
 
@@ -147,8 +148,16 @@ def cases(built):
                        None if have("node") else "node absent"),
         "java-httpclient": (lambda p: ["java", "-cp", BIN, "MatrixClient", URL + p],
                             None if built.get("java") else "javac/java absent"),
+        # Told to ignore the proxy (later -D flags win over JAVA_TOOL_OPTIONS);
+        # the trust store stays.
+        "java-httpclient-direct": (lambda p: ["java", "-Dhttps.proxyHost=", "-Dhttp.proxyHost=",
+                                              "-cp", BIN, "MatrixClient", URL + p],
+                                   None if built.get("java") else "javac/java absent"),
         "go-net-http": (lambda p: [os.path.join(BIN, "matrix-client-go"), URL + p],
                         None if built.get("go") else "go absent"),
+        "go-net-http-direct": (lambda p: ["env", *[f"-u{v}" for v in PROXY_VARS],
+                                          os.path.join(BIN, "matrix-client-go"), URL + p],
+                               None if built.get("go") else "go absent"),
         # git shows only the status of a refusal ("returned error: 403"); the
         # reason is one request away, at policy.local (the agent's harness).
         "git-clone": (lambda p: ["sh", "-c",
@@ -231,6 +240,14 @@ def test_client_allowed_and_denied(matrix, client):
         prefix = f"/denied/{client}"
     denied = [r for r in matrix["records"] if r.get("path", "").startswith(prefix)]
     assert denied and all(r["decision"] == "deny" for r in denied), denied
+    # Which way it came: clients told to ignore the proxy, and Node 20 (which
+    # does), took the transparent path; the others the proxy's CONNECT.
+    allowed = [r for r in matrix["records"] if r.get("event") == "http" and
+               (r.get("path") == f"/allowed/{client}" or
+                r.get("path", "").startswith(f"/allowed/{client}/"))]
+    direct = client.endswith("-direct") or client.startswith("node-")
+    assert allowed and all((r.get("detail") == "transparent path (direct connection)") == direct
+                           for r in allowed), allowed
 
 
 def test_no_client_was_fenced(matrix):

@@ -70,7 +70,9 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 		.binary = caller_binary(c),
 		.pid = c->identified ? c->id_pid : 0,
 		.uid = c->identified ? (long)c->id_uid : -1,
-		.detail = detail,
+		/* A direct connection says so: the agent ignored its proxy. */
+		.detail =
+			detail || !c->transparent ? detail : "transparent path (direct connection)",
 		.generation = c->gen_serial + 1,
 	};
 	audit_write(cfg->audit, &r);
