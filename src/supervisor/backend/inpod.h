@@ -8,6 +8,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "backend.h"
@@ -41,6 +42,7 @@ struct inpod {
 	unsigned lost_records;
 
 	int tp_tcp_fd, tp_dns_fd; /* transparent listeners until the proxy takes them */
+	uint16_t tp_probe_port; /* a redirected port confirm tries, 0 = none */
 
 	pid_t agent_pid; /* the launcher, which becomes/forks the agent */
 	int agent_pidfd;

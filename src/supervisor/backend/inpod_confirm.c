@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "inpod.h"
+#include "log.h"
 #include "netns.h"
 #include "nflog.h"
 
@@ -149,6 +150,25 @@ static int probe_proxy(const struct inpod *p, os_error *err)
 	return 0;
 }
 
+/* The transparent path is no part of the boundary, but a direct connect to
+ * one of its ports (to a documentation address: it goes nowhere else) must
+ * now reach the proxy's listener; if it does not, say so before any agent
+ * relies on it (the fence still holds either way). */
+static void probe_transparent(const struct inpod *p)
+{
+	_cleanup_close_ int s = -1;
+	os_error err = { 0 };
+	if (!p->tp_probe_port || inpod_inside_socket(p, AF_INET, SOCK_STREAM, &s, &err) < 0)
+		return;
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(p->tp_probe_port) };
+	inet_pton(AF_INET, "192.0.2.1", &dst.sin_addr);
+	int got = connect_outcome(s, (struct sockaddr *)&dst, sizeof(dst));
+	if (got != 0)
+		log_warn("transparent path: a direct connect to port %u did not reach the proxy "
+			 "(%s): such connections are refused",
+			 p->tp_probe_port, strerror(got));
+}
+
 static void count_probe(const struct nflog_packet *pkt, void *data)
 {
 	(void)pkt;
@@ -178,6 +198,7 @@ int inpod_confirm(void *state, os_error *err)
 		return os_error_prefix(err, "probe ipv6");
 	if (probe_proxy(p, err) < 0)
 		return os_error_prefix(err, "probe proxy");
+	probe_transparent(p);
 	if (probe_monitor(p, err) < 0)
 		return os_error_prefix(err, "probe monitor");
 	return 0;

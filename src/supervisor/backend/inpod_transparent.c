@@ -58,9 +58,10 @@ int inpod_transparent_up(struct inpod *p, const struct backend_descriptor *d, os
 	    loopback_socket(p, SOCK_DGRAM, &p->tp_dns_fd, &spec.dns_to, err) < 0)
 		return -1;
 	_cleanup_json_ json_t *rules = nft_redirect_ruleset(&spec, err);
-	if (!rules)
+	if (!rules || nft_apply(p->netns_fd, rules, err) < 0)
 		return -1;
-	return nft_apply(p->netns_fd, rules, err);
+	p->tp_probe_port = spec.n_tcp_ports ? spec.tcp_ports[0] : 0;
+	return 0;
 }
 
 void inpod_transparent(void *state, struct backend_transparent *out)
