@@ -190,6 +190,10 @@ static const struct config_key local_keys[] = {
 	  .def = "0",
 	  .help = "concurrent upstream connections per sandbox (else 503); "
 		  "0 = the supervisor's default (256)" },
+	{ .name = "transparent_ports",
+	  .type = CONFIG_STRING,
+	  .help = "PORT,PORT...: direct TCP to these ports becomes a judged proxy connection "
+		  "(unset: 80,443), or off" },
 };
 
 const struct config_section config_section_gateway = { "gateway", gateway_keys,

@@ -160,6 +160,16 @@ static int collect(const struct launch_spec *s, struct view *v, os_error *err)
 	 * opening anything there is still Landlock's call. */
 	if (add_policy_path(v, s, "/dev/pts", true, err) < 0)
 		return -1;
+	/* Clients that read only the system's roots (GnuTLS: wget) trust the
+	 * sandbox CA too: the bundle (system roots + it) is shown read-only in
+	 * their place, where the image has that file (it is longer than any
+	 * parent it lies in, so it is bound after them). */
+	struct stat st, sys;
+	char real[PATH_MAX];
+	if (s->system_trust && stat(SPEC_SYSTEM_TRUST_PATH, &sys) == 0 && S_ISREG(sys.st_mode) &&
+	    realpath(s->system_trust, real) && stat(real, &st) == 0 && S_ISREG(st.st_mode) &&
+	    add_entry(v, SPEC_SYSTEM_TRUST_PATH, real, false, &st, err) < 0)
+		return -1;
 	qsort(v->e, v->n, sizeof(*v->e), by_length);
 	return 0;
 }

@@ -268,6 +268,9 @@ static int parse_placement(const json_t *root, struct launch_spec *s, os_error *
 		return -1;
 	if (s->workspace && !s->new_namespaces)
 		return os_error_set(err, EINVAL, "workspace: needs \"new_namespaces\": true");
+	if (json_get_string(root, "system_trust", false, &s->system_trust, err) < 0 ||
+	    (s->system_trust && check_path(s->system_trust, "system_trust", err) < 0))
+		return -1;
 	if (string_array(root, "cgroups", 0, SPEC_MAX_CGROUPS, true, &s->cgroups, &s->n_cgroups,
 			 err) < 0)
 		return -1;
@@ -311,10 +314,9 @@ static int parse_transfer(const json_t *root, struct launch_spec *s, os_error *e
 int spec_parse(const char *data, size_t len, struct launch_spec *s, os_error *err)
 {
 	static const char *const keys[] = {
-		"argv",		  "env",      "cwd",	   "user",    "group",
-		"filesystem",	  "landlock", "rlimits",   "tty",     "netns",
-		"new_namespaces", "hostname", "workspace", "cgroups", "join",
-		"transfer",	  NULL
+		"argv",	     "env",	"cwd",	"user",	    "group",	      "filesystem",
+		"landlock",  "rlimits", "tty",	"netns",    "new_namespaces", "hostname",
+		"workspace", "cgroups", "join", "transfer", "system_trust",   NULL
 	};
 	size_t argc;
 	memset(s, 0, sizeof(*s));

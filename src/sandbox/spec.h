@@ -47,6 +47,9 @@ struct launch_spec {
 	bool new_namespaces;
 	const char *hostname;
 	const char *workspace; /* host dir bind-mounted on /sandbox, or NULL */
+	/* A CA bundle shown at the system trust path in the filesystem view
+	 * (SPEC_SYSTEM_TRUST_PATH: GnuTLS, OpenSSL without SSL_CERT_FILE), or NULL. */
+	const char *system_trust;
 	const char **cgroups; /* cgroup dirs joined first, NULL-terminated */
 	size_t n_cgroups;
 	int join_pidfd; /* pidfd whose namespaces an exec joins, or -1 */
@@ -55,6 +58,8 @@ struct launch_spec {
 	const char *transfer_path; /* NULL: no transfer */
 	bool transfer_upload;
 };
+
+#define SPEC_SYSTEM_TRUST_PATH "/etc/ssl/certs/ca-certificates.crt"
 
 /* Parses and validates len bytes of spec JSON, resolving user/group names
  * through the image's /etc/passwd and /etc/group. */

@@ -16,6 +16,7 @@ static const char usage_text[] =
 	"         [--max-processes N] [--max-memory-mb M] [--sandbox-uid UID]"
 	" [--binary-identity kernel|endpoint-only]\n"
 	"         [--tunnel-sni check|allow-mismatch] [--host-gateway IP|proxy]\n"
+	"         [--transparent-ports P,P...|off]\n"
 	"         [--proxy-memory-mb N] [--max-upstream-connections N]\n"
 	"         [--launcher PATH] [--audit-log FILE] [--user U] [--group G]"
 	" -- CMD [ARG...]\n"
@@ -78,6 +79,18 @@ static int port_flag(const char *flag, const char *v, uint16_t *out, os_error *e
 	return 0;
 }
 
+/* --transparent-ports 80,443,8080 | off */
+static int transparent_ports_flag(const char *v, struct backend_descriptor *d, os_error *err)
+{
+	d->n_transparent_ports = 0;
+	d->transparent_off = strcmp(v, "off") == 0;
+	if (!d->transparent_off &&
+	    parse_port_list(v, d->transparent_ports, BACKEND_TRANSPARENT_PORTS_MAX,
+			    &d->n_transparent_ports, err) < 0)
+		return os_error_prefix(err, "--transparent-ports (or off)");
+	return 0;
+}
+
 /* Flags whose value is checked here. */
 static int set_checked_flag(struct sup_options *o, const char *a, const char *v, os_error *err)
 {
@@ -86,6 +99,10 @@ static int set_checked_flag(struct sup_options *o, const char *a, const char *v,
 		return port_flag(a, v, &o->desc.proxy_port, err);
 	if (strcmp(a, "--split-control-port") == 0)
 		return port_flag(a, v, &o->desc.control_port, err);
+	if (strcmp(a, "--transparent-ports") == 0) {
+		o->transparent_set = true;
+		return transparent_ports_flag(v, &o->desc, err);
+	}
 	if (strcmp(a, "--split-confirm-timeout") == 0) {
 		if (parse_u64_str(v, 1, 3600000, &n, err) < 0)
 			return os_error_prefix(err, "%s", a);
@@ -138,6 +155,11 @@ static int finish(struct sup_options *o, os_error *err)
 		return os_error_set(err, EINVAL, "--gateway and --token-file go together");
 	if (o->gateway_ca && !o->gateway_url)
 		return os_error_set(err, EINVAL, "--gateway-ca needs --gateway https://...");
+	if (!o->transparent_set) { /* web ports by default */
+		o->desc.transparent_ports[0] = 80;
+		o->desc.transparent_ports[1] = 443;
+		o->desc.n_transparent_ports = 2;
+	}
 	o->egress.sandbox_id = o->desc.sandbox_id;
 	o->egress.audit_log = o->audit_log;
 	if (!o->egress.run_dir) {

@@ -23,6 +23,7 @@ struct sup_options {
 	uint64_t max_processes, max_memory_mb; /* operator limits, 0 = none */
 	const char *gateway_url, *token_file; /* session with the gateway, or NULL */
 	const char *gateway_ca; /* https: CA that signed the gateway's certificate */
+	bool transparent_set; /* --transparent-ports given (else 80,443) */
 	char run_dir_buf[PATH_MAX];
 	char launcher_buf[PATH_MAX];
 };

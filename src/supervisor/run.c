@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "audit_sink.h"
 #include "cleanup.h"
@@ -61,6 +62,17 @@ static int boundary_up(const struct sup_options *o, const struct backend_context
 	    (!proxy_withheld() && egress_start(r->loop, (struct sockaddr *)paddr, plen, &o->egress,
 					       &r->egress, err) < 0))
 		return os_error_prefix(err, "proxy");
+	struct backend_transparent tp;
+	backend_transparent_take(&bound, &tp);
+	if (!r->egress) { /* the test hook withheld the proxy: nothing serves them */
+		if (tp.tcp_fd >= 0)
+			close(tp.tcp_fd);
+		if (tp.dns_fd >= 0)
+			close(tp.dns_fd);
+	} else if (egress_serve_transparent(r->egress, tp.tcp_fd, tp.dns_fd,
+					    o->desc.transparent_ports, o->desc.n_transparent_ports,
+					    err) < 0)
+		return os_error_prefix(err, "transparent path");
 	return backend_confirm(&bound, ready, err);
 }
 

@@ -16,7 +16,8 @@ POLICY = f"""  web:
     binaries:
       - {{ path: "/usr/bin/python3*" }}
 """
-PROBES = ["net_first_instruction", "barrier:start", "net_tcp_canary", "net_udp_dns_tunnel",
+PROBES = ["net_first_instruction", "barrier:start", "net_tcp_canary", "net_tcp_canary_443_tls",
+          "net_udp_dns_tunnel",
           "net_udp_quic", "net_udp_ntp", "net_raw_socket", "net_ipv6", "net_veth_peer_ports",
           "net_abstract_unix", "net_proc_net", "net_netlink_tamper", "net_proxy_control"]
 
@@ -46,7 +47,7 @@ def test_fence_stands_at_the_agents_first_instruction(sb, canary):
     assert not canary.hits_from(sb.agent_addr)
 
 
-@pytest.mark.parametrize("port", ["8080", "443", "22"])
+@pytest.mark.parametrize("port", ["8080", "22"])
 def test_direct_tcp_to_canary_refused_and_recorded(sb, canary, port):
     r = sb.result("net_tcp_canary")[port]
     assert r["ok"] is False and r["errno"] == "ECONNREFUSED" and r["ms"] < 1000
@@ -64,8 +65,28 @@ def test_host_reaches_canary_directly_positive_control(canary):
     assert any(h["proto"] == "tcp" and h["data"] == "control" for h in hits), hits
 
 
-@pytest.mark.parametrize("probe,port", [("net_udp_dns_tunnel", 53), ("net_udp_quic", 443),
-                                        ("net_udp_ntp", 123)])
+def test_direct_tcp_443_reaches_the_proxy_not_the_canary(sb, canary):
+    """The transparent path (docs/network.md): 443 is redirected to the proxy,
+    which judges the name the ClientHello asks for; the canary sees nothing
+    and the agent reads why, inside TLS with the sandbox CA."""
+    assert sb.result("net_tcp_canary")["443"]["ok"] is True  # connected: to the proxy
+    r = sb.result("net_tcp_canary_443_tls")
+    assert r.get("status") == 403 and r["json"]["reason"] == "no_matching_endpoint", r
+    recs = sb.find(event="connect", decision="deny", host="exfil.canary.test")
+    assert recs and recs[0]["dst"] == sb.canary.addr and recs[0]["dport"] == 443
+    assert not bypass(sb, "tcp", 443)
+    assert not canary.hits_from(sb.agent_addr)
+
+
+def test_dns_to_canary_is_answered_by_the_supervisor_without_a_lookup(sb, canary):
+    r = sb.result("net_udp_dns_tunnel")
+    assert r["ok"] is True and r["rcode"] == 5, r  # TXT: REFUSED by the stub
+    assert r["peer"] == sb.canary.addr  # the stub answers as the server asked
+    assert not [h for h in canary.poll(0.2) if "exfil" in h["data"]]
+    assert not canary.hits_from(sb.agent_addr)
+
+
+@pytest.mark.parametrize("probe,port", [("net_udp_quic", 443), ("net_udp_ntp", 123)])
 def test_direct_udp_dns_quic_ntp_to_canary_dropped_and_recorded(sb, canary, probe, port):
     r = sb.result(probe)
     assert r["ok"] is False and r["errno"] in ("EPERM", "ECONNREFUSED", "timeout")
@@ -103,7 +124,9 @@ def test_veth_peer_other_ports_refused_only_proxy_answers(sb):
     assert r["proxy"]["ok"] is True
     for port in ("22", "53", "80", "3129", "8080", "10250"):
         assert r[port]["ok"] is False and r[port]["errno"] == "ECONNREFUSED", (port, r[port])
-    assert r["udp53"]["ok"] is False
+    # DNS to any server is the supervisor's stub (docs/network.md): answered
+    # (a TXT question: REFUSED), never by a resolver on the host side.
+    assert r["udp53"]["ok"] is True
 
 
 def test_host_abstract_unix_socket_unreachable(sb, bait):

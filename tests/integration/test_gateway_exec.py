@@ -106,11 +106,12 @@ def test_the_command_runs_inside_the_agents_sandbox(gw):
     assert int(lines[3]) < 10, lines  # the sandbox's pids only
     assert lines[4].strip() == "sleep 600", lines  # pid 2 is the agent itself
     assert lines[5] == "refused" and not os.path.exists("/etc/openshell-exec-escape")
-    # Same network namespace as the agent: only the veth and lo, and the fence.
+    # Same network namespace as the agent: only the veth and lo, and the fence
+    # (8080: 80 and 443 are the transparent path's, docs/network.md).
     r = exec_(gw, "/usr/bin/python3", "-c",
               "import socket\n"
               "try:\n"
-              "    socket.create_connection(('192.0.2.10', 80), timeout=3); print('CONNECTED')\n"
+              "    socket.create_connection(('192.0.2.10', 8080), timeout=3); print('CONNECTED')\n"
               "except OSError as e:\n"
               "    print('refused', e.errno)\n")
     assert r.returncode == 0 and r.stdout.startswith(b"refused"), r

@@ -23,7 +23,9 @@ BENCH = build.binary("boundary-bench")
 LAUNCHER = build.binary("openshell-sandbox")
 PROBE = os.path.join(build.TESTS, "integration", "boundary_probe.py")
 CANARY_TCP_PORT = 8080
-CANARY_UDP_PORT = 53
+# Not 53: DNS to any server is the transparent path's stub (docs/network.md),
+# tested in tests/integration/test_transparent_path.py; NTP is fenced.
+CANARY_UDP_PORT = 123
 
 
 def sh(*args, check=True, **kw):

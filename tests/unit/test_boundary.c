@@ -184,6 +184,47 @@ static void fence_rejects_bad_spec(void **state)
 	json_decref(doc);
 }
 
+/* The transparent path's nat chain: redirects only the listed ports, never
+ * loopback or the supervisor's side of the veth, and the two accepts it
+ * inserts into the fence name exactly the two listeners. */
+static void redirect_is_narrow(void **state)
+{
+	os_error err = { 0 };
+	struct nft_redirect_spec s = {
+		.tcp_ports = { 80, 443 }, .n_tcp_ports = 2, .tcp_to = 40001, .dns_to = 40053
+	};
+	inet_pton(AF_INET, "10.200.0.1", &s.keep_addr);
+	json_t *doc = nft_redirect_ruleset(&s, &err);
+	assert_non_null(doc);
+	/* chain, two inserted accepts, the TCP and the DNS redirect */
+	assert_int_equal(json_array_size(json_object_get(doc, "nftables")), 5);
+	char *text = json_dumps(doc, JSON_COMPACT);
+	assert_non_null(strstr(text, "\"type\":\"nat\""));
+	assert_non_null(strstr(text, "\"op\":\"!=\",\"left\":{\"meta\":{\"key\":\"oifname\"}},"
+				     "\"right\":\"lo\""));
+	assert_non_null(strstr(text, "\"right\":\"10.200.0.1\""));
+	assert_non_null(strstr(text, "\"set\":[80,443]"));
+	assert_non_null(strstr(text, "{\"redirect\":{\"port\":40001}}"));
+	assert_non_null(strstr(text, "{\"redirect\":{\"port\":40053}}"));
+	assert_non_null(strstr(text, "\"right\":\"127.0.0.1\""));
+	assert_null(strstr(text, "\"policy\":\"drop\"")); /* the fence is not redefined */
+	free(text);
+	json_decref(doc);
+	/* No TCP ports: only the DNS redirect and its accept. */
+	s.n_tcp_ports = 0;
+	doc = nft_redirect_ruleset(&s, &err);
+	assert_non_null(doc);
+	assert_int_equal(json_array_size(json_object_get(doc, "nftables")), 4);
+	json_decref(doc);
+	/* A port 0, or ports without a listener, are refused. */
+	s.n_tcp_ports = 2;
+	s.tcp_ports[1] = 0;
+	assert_null(nft_redirect_ruleset(&s, &err));
+	s.tcp_ports[1] = 443;
+	s.tcp_to = 0;
+	assert_null(nft_redirect_ruleset(&s, &err));
+}
+
 /* --- NFLOG payload parser ----------------------------------------------------- */
 
 static void parses_ipv4_tcp(void **state)
@@ -251,6 +292,7 @@ int main(void)
 		cmocka_unit_test(prefixes_overlap_by_shorter_mask),
 		cmocka_unit_test(fence_is_structural_and_complete),
 		cmocka_unit_test(fence_rejects_bad_spec),
+		cmocka_unit_test(redirect_is_narrow),
 		cmocka_unit_test(parses_ipv4_tcp),
 		cmocka_unit_test(rejects_truncated_or_lying_headers),
 		cmocka_unit_test(parses_ipv6_udp),

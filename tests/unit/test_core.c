@@ -51,6 +51,29 @@ static void buf_respects_cap(void **state)
 	assert_int_equal(buf_printf(&b, &err, "%d", 4), -1);
 }
 
+/* Port lists (--transparent-ports, transparent_ports): every malformed
+ * list beside a good twin. */
+static void port_list_is_strict(void **state)
+{
+	(void)state;
+	uint16_t p[4];
+	size_t n = 0;
+	os_error err = { 0 };
+	assert_int_equal(parse_port_list("80,443,8443", p, 4, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(p[2], 8443);
+	assert_int_equal(parse_port_list("443", p, 4, &n, &err), 0);
+	assert_int_equal(n, 1);
+	const char *bad[] = { "",      ",",	"80,", ",80", "80,,443",   "0",
+			      "65536", "80,80", "8o",  " 80", "1,2,3,4,5", "123456789" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(&err, 0, sizeof err);
+		assert_int_equal(parse_port_list(bad[i], p, 4, &n, &err), -1);
+		assert_true(err.msg[0] != '\0');
+	}
+	assert_int_equal(parse_port_list("1,2,3,4", p, 4, &n, &err), 0);
+}
+
 static void parse_u64_is_strict(void **state)
 {
 	uint64_t v;
@@ -175,6 +198,7 @@ int main(void)
 		cmocka_unit_test(error_chains_context),
 		cmocka_unit_test(buf_respects_cap),
 		cmocka_unit_test(parse_u64_is_strict),
+		cmocka_unit_test(port_list_is_strict),
 		cmocka_unit_test(parse_i64_and_hex),
 		cmocka_unit_test(str_copy_never_truncates),
 		cmocka_unit_test(checked_arithmetic_detects_overflow),

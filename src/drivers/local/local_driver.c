@@ -27,7 +27,7 @@ struct local_driver {
 	struct driver base;
 	char *state_dir, *supervisor, *launcher;
 	/* operator settings passed to every supervisor: flag, value (NULL = unset) */
-	char *proxy_flags[7][2];
+	char *proxy_flags[8][2];
 	unsigned proxy_port, grace_s;
 	struct local_caps caps;
 	struct local_uid_range uids; /* 0-0: agents keep the policy's user */
@@ -555,7 +555,7 @@ int local_driver_new(const struct local_driver_config *cfg, struct driver **out,
 	snprintf(mem, sizeof mem, "%lld", cfg->max_memory_mb);
 	snprintf(pmem, sizeof pmem, "%lld", cfg->proxy_memory_mb);
 	snprintf(ups, sizeof ups, "%lld", cfg->max_upstream_connections);
-	const char *flags[7][2] = {
+	const char *flags[8][2] = {
 		{ "--max-processes", cfg->max_processes > 0 ? procs : NULL },
 		{ "--max-memory-mb", cfg->max_memory_mb > 0 ? mem : NULL },
 		{ "--hosts", cfg->hosts_file },
@@ -563,6 +563,7 @@ int local_driver_new(const struct local_driver_config *cfg, struct driver **out,
 		{ "--upstream-ca", cfg->upstream_ca_file },
 		{ "--proxy-memory-mb", cfg->proxy_memory_mb > 0 ? pmem : NULL },
 		{ "--max-upstream-connections", cfg->max_upstream_connections > 0 ? ups : NULL },
+		{ "--transparent-ports", cfg->transparent_ports },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(ld->proxy_flags); i++) {
 		if (!flags[i][1])

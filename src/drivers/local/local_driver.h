@@ -43,7 +43,11 @@ struct local_driver_config {
 	/* The proxy's limits per sandbox (--proxy-memory-mb,
 	 * --max-upstream-connections); 0 = the supervisor's default. */
 	long long proxy_memory_mb, max_upstream_connections;
+	const char *transparent_ports; /* --transparent-ports, NULL: the default */
 };
+
+/* At most as many as the supervisor takes (BACKEND_TRANSPARENT_PORTS_MAX). */
+#define LOCAL_TRANSPARENT_PORTS_MAX 16
 
 int local_driver_new(const struct local_driver_config *cfg, struct driver **out, os_error *err);
 

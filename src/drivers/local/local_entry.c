@@ -56,6 +56,7 @@ static int local_open(const struct config *cfg, const struct driver_env *env, st
 		.proxy_memory_mb = config_get_int(cfg, SECTION, "proxy_memory_mb"),
 		.max_upstream_connections =
 			config_get_int(cfg, SECTION, "max_upstream_connections"),
+		.transparent_ports = config_get_string(cfg, SECTION, "transparent_ports"),
 	};
 	return local_driver_new(&lc, out, err);
 }

@@ -13,6 +13,8 @@
 
 #include "cleanup.h"
 #include "fdutil.h"
+#include "local_driver.h"
+#include "parse.h"
 #include "ssrf.h"
 
 #define SECTION "drivers.local"
@@ -95,14 +97,28 @@ static int check_binary(const char *key, const char *path, os_error *err)
 	return 0;
 }
 
+/* The supervisor's --transparent-ports takes the same: checked here so a
+ * typo stops the gateway at start, not each sandbox. */
+static int check_transparent_ports(const char *v, os_error *err)
+{
+	uint16_t ports[LOCAL_TRANSPARENT_PORTS_MAX];
+	size_t n;
+	if (strcmp(v, "off") != 0 &&
+	    parse_port_list(v, ports, LOCAL_TRANSPARENT_PORTS_MAX, &n, err) < 0)
+		return os_error_prefix(err, "[openshell.drivers.local] transparent_ports (or off)");
+	return 0;
+}
+
 int local_settings_check(const struct config *cfg, const char *supervisor, const char *sandbox,
 			 os_error *err)
 {
 	const char *hosts = config_get_string(cfg, SECTION, "hosts_file");
 	const char *ca = config_get_string(cfg, SECTION, "upstream_ca_file");
+	const char *tp = config_get_string(cfg, SECTION, "transparent_ports");
 	if (check_binary("supervisor_binary", supervisor, err) < 0 ||
 	    check_binary("sandbox_binary", sandbox, err) < 0 ||
-	    (hosts && check_hosts(hosts, err) < 0) || (ca && check_ca(ca, err) < 0))
+	    (hosts && check_hosts(hosts, err) < 0) || (ca && check_ca(ca, err) < 0) ||
+	    (tp && check_transparent_ports(tp, err) < 0))
 		return -1;
 	return 0;
 }

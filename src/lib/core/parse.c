@@ -131,3 +131,29 @@ bool str_ieq(const char *a, size_t alen, const char *b, size_t blen)
 	}
 	return true;
 }
+
+int parse_port_list(const char *s, uint16_t *out, size_t max, size_t *n, os_error *err)
+{
+	*n = 0;
+	const char *p = s;
+	do {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char one[8];
+		uint64_t v = 0;
+		if (len == 0 || len >= sizeof one)
+			return os_error_set(err, EINVAL, "expected PORT,PORT..., got \"%s\"", s);
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (parse_u64_str(one, 1, 65535, &v, err) < 0)
+			return -1;
+		for (size_t i = 0; i < *n; i++)
+			if (out[i] == v)
+				return os_error_set(err, EINVAL, "port %s listed twice", one);
+		if (*n == max)
+			return os_error_set(err, EINVAL, "at most %zu ports", max);
+		out[(*n)++] = (uint16_t)v;
+		p = end ? end + 1 : NULL;
+	} while (p);
+	return 0;
+}

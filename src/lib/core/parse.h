@@ -15,6 +15,11 @@
 int parse_u64(const char *s, size_t len, uint64_t min, uint64_t max, uint64_t *out, os_error *err);
 /* Same for a NUL-terminated string. */
 int parse_u64_str(const char *s, uint64_t min, uint64_t max, uint64_t *out, os_error *err);
+
+/* "PORT,PORT,..." (1..65535 each, no duplicates, at most max) into
+ * out[0..*n); an empty list, an empty item or a trailing comma is an error
+ * naming what was wrong. */
+int parse_port_list(const char *s, uint16_t *out, size_t max, size_t *n, os_error *err);
 /* Signed decimal with optional leading '-'. */
 int parse_i64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out, os_error *err);
 /* Hexadecimal digits (no 0x prefix) into [0, max]. */

@@ -16,6 +16,7 @@
 #include "error.h"
 
 #define BACKEND_SANDBOX_ID_MAX 63
+#define BACKEND_TRANSPARENT_PORTS_MAX 16
 
 struct cgroup_limits;
 struct sandbox_cgroups;
@@ -33,6 +34,19 @@ struct backend_descriptor {
 	const char *listen_addr; /* pod: IPv4 the proxy and control port bind to */
 	const char *advertise_addr; /* pod: IPv4 the workload reaches this supervisor at */
 	unsigned confirm_timeout_ms; /* 0 = the backend's default */
+	/* inpod: direct TCP to these ports becomes a transparent proxy
+	 * connection, DNS is answered by the supervisor (docs/network.md);
+	 * transparent_off: neither, direct connections are only refused. */
+	uint16_t transparent_ports[BACKEND_TRANSPARENT_PORTS_MAX];
+	size_t n_transparent_ports;
+	bool transparent_off;
+};
+
+/* The listeners of the transparent path, made inside the sandbox's network
+ * namespace (-1: none). Handed to the proxy, which then owns them. */
+struct backend_transparent {
+	int tcp_fd; /* TCP, listening: redirected direct connections */
+	int dns_fd; /* UDP: redirected DNS queries */
 };
 
 /* What the supervisor lends a backend: where audit records go. The record
@@ -85,6 +99,9 @@ struct backend_ops {
 	 * the agent's rlimits. */
 	int (*make_cgroups)(void *state, const struct cgroup_limits *lim,
 			    struct sandbox_cgroups *out, os_error *err);
+	/* Optional, once bound: the transparent path's listeners (ownership
+	 * passes to the caller; a second call gets -1s). */
+	void (*transparent)(void *state, struct backend_transparent *out);
 };
 
 /* Registry lookup by name; NULL when unknown. */
@@ -101,6 +118,9 @@ int backend_attach_ops(const struct backend_ops *ops, const struct backend_descr
 
 int backend_proxy_endpoint(const backend_bound *bound, struct sockaddr_storage *addr,
 			   socklen_t *len, os_error *err);
+/* The transparent listeners of a bound instance; both -1 when its backend
+ * has none (split) or the operator turned the path off. */
+void backend_transparent_take(const backend_bound *bound, struct backend_transparent *out);
 /* On success *bound is consumed (emptied) and *ready is set. */
 int backend_confirm(backend_bound *bound, backend_ready *ready, os_error *err);
 /* On success *ready is consumed and *running is set: only now does workload code run. */

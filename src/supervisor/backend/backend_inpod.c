@@ -113,7 +113,7 @@ static int inner_net(struct inpod *p, os_error *err)
 
 static void inpod_teardown(void *state);
 
-static int inpod_attach_steps(struct inpod *p, os_error *err)
+static int inpod_attach_steps(struct inpod *p, const struct backend_descriptor *d, os_error *err)
 {
 	if (make_netns(p, err) < 0)
 		return os_error_prefix(err, "step netns");
@@ -129,6 +129,14 @@ static int inpod_attach_steps(struct inpod *p, os_error *err)
 		return os_error_prefix(err, "step bypass monitor");
 	if (inner_net(p, err) < 0)
 		return os_error_prefix(err, "step agent network");
+	/* Not part of the fence: without it direct connections are refused as
+	 * before (a kernel without nft nat/redirect), so it only warns. */
+	os_error tp_err = { 0 };
+	if (inpod_transparent_up(p, d, &tp_err) < 0) {
+		log_warn("transparent path unavailable, direct connections stay refused: %s",
+			 tp_err.msg);
+		inpod_transparent_close(p);
+	}
 	return 0;
 }
 
@@ -142,12 +150,13 @@ static int inpod_attach(const struct backend_descriptor *d, const struct backend
 		return os_error_set(err, ENOMEM, "out of memory");
 	p->netns_fd = -1;
 	p->agent_pidfd = -1;
+	p->tp_tcp_fd = p->tp_dns_fd = -1;
 	p->proxy_port = d->proxy_port;
 	if (ctx)
 		p->ctx = *ctx;
 	if (str_copy(p->id, sizeof(p->id), d->sandbox_id, err) < 0 ||
 	    str_copy(p->launcher, sizeof(p->launcher), d->launcher ? d->launcher : "", err) < 0 ||
-	    inpod_attach_steps(p, err) < 0) {
+	    inpod_attach_steps(p, d, err) < 0) {
 		inpod_teardown(p);
 		return -1;
 	}
@@ -232,6 +241,7 @@ static void inpod_teardown(void *state)
 	if (!p)
 		return;
 	inpod_stop_agent(p);
+	inpod_transparent_close(p);
 	nflog_close(p->nflog);
 	sockowner_close(p->owner);
 	/* Unregistering a netdev waits for RCU grace periods (~15 ms). When no
@@ -265,4 +275,5 @@ const struct backend_ops backend_inpod_ops = {
 	.teardown = inpod_teardown,
 	.agent_pid = inpod_agent_pid,
 	.make_cgroups = inpod_make_cgroups,
+	.transparent = inpod_transparent,
 };

@@ -8,6 +8,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "backend.h"
@@ -40,6 +41,9 @@ struct inpod {
 	struct sockowner *owner;
 	unsigned lost_records;
 
+	int tp_tcp_fd, tp_dns_fd; /* transparent listeners until the proxy takes them */
+	uint16_t tp_probe_port; /* a redirected port confirm tries, 0 = none */
+
 	pid_t agent_pid; /* the launcher, which becomes/forks the agent */
 	int agent_pidfd;
 	bool agent_reaped;
@@ -49,6 +53,14 @@ struct inpod {
 bool inpod_test_fail(const char *step);
 
 int inpod_confirm(void *state, os_error *err);
+/* A non-blocking socket created inside the sandbox namespace, as the agent
+ * would (inpod_confirm.c). */
+int inpod_inside_socket(const struct inpod *p, int domain, int type, int *out, os_error *err);
+/* inpod_transparent.c: the listeners and the nat redirects (after the
+ * agent side's network is up), handing them over, closing what is left. */
+int inpod_transparent_up(struct inpod *p, const struct backend_descriptor *d, os_error *err);
+void inpod_transparent(void *state, struct backend_transparent *out);
+void inpod_transparent_close(struct inpod *p);
 int inpod_start_agent(void *state, const json_t *launch_spec, os_error *err);
 int inpod_agent_fd(void *state);
 int inpod_reap_agent(void *state, int *wait_status, os_error *err);

@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "inpod.h"
+#include "log.h"
 #include "netns.h"
 #include "nflog.h"
 
@@ -39,8 +40,7 @@ static int canary_open(const struct inpod *p, int type, struct sockaddr_in *addr
 	return 0;
 }
 
-/* A socket created inside the sandbox namespace, as the agent would. */
-static int inside_socket(const struct inpod *p, int domain, int type, int *out, os_error *err)
+int inpod_inside_socket(const struct inpod *p, int domain, int type, int *out, os_error *err)
 {
 	int saved = -1;
 	if (netns_enter(p->netns_fd, &saved, err) < 0)
@@ -95,7 +95,7 @@ static int probe_tcp(const struct inpod *p, os_error *err)
 	struct sockaddr_in canary_addr;
 	_cleanup_close_ int canary = -1, s = -1;
 	if (canary_open(p, SOCK_STREAM, &canary_addr, &canary, err) < 0 ||
-	    inside_socket(p, AF_INET, SOCK_STREAM, &s, err) < 0)
+	    inpod_inside_socket(p, AF_INET, SOCK_STREAM, &s, err) < 0)
 		return -1;
 	int got = connect_outcome(s, (struct sockaddr *)&canary_addr, sizeof(canary_addr));
 	if (got != ECONNREFUSED)
@@ -110,7 +110,7 @@ static int probe_udp(const struct inpod *p, os_error *err)
 	struct sockaddr_in canary_addr;
 	_cleanup_close_ int canary = -1, s = -1;
 	if (canary_open(p, SOCK_DGRAM, &canary_addr, &canary, err) < 0 ||
-	    inside_socket(p, AF_INET, SOCK_DGRAM, &s, err) < 0)
+	    inpod_inside_socket(p, AF_INET, SOCK_DGRAM, &s, err) < 0)
 		return -1;
 	/* The fence rejects in the output hook, so the send itself must fail. */
 	if (sendto(s, "x", 1, 0, (struct sockaddr *)&canary_addr, sizeof(canary_addr)) >= 0)
@@ -122,7 +122,7 @@ static int probe_ipv6(const struct inpod *p, os_error *err)
 {
 	_cleanup_close_ int s = -1;
 	os_error local = { 0 };
-	if (inside_socket(p, AF_INET6, SOCK_STREAM, &s, &local) < 0)
+	if (inpod_inside_socket(p, AF_INET6, SOCK_STREAM, &s, &local) < 0)
 		return local.code == EAFNOSUPPORT ? 0
 						  : os_error_set(err, local.code, "%s", local.msg);
 	struct sockaddr_in6 dst = { .sin6_family = AF_INET6, .sin6_port = htons(80) };
@@ -135,7 +135,7 @@ static int probe_ipv6(const struct inpod *p, os_error *err)
 static int probe_proxy(const struct inpod *p, os_error *err)
 {
 	_cleanup_close_ int s = -1;
-	if (inside_socket(p, AF_INET, SOCK_STREAM, &s, err) < 0)
+	if (inpod_inside_socket(p, AF_INET, SOCK_STREAM, &s, err) < 0)
 		return -1;
 	struct sockaddr_in proxy = { .sin_family = AF_INET,
 				     .sin_addr = p->host_addr,
@@ -148,6 +148,25 @@ static int probe_proxy(const struct inpod *p, os_error *err)
 				    p->proxy_port, strerror(got));
 	}
 	return 0;
+}
+
+/* The transparent path is no part of the boundary, but a direct connect to
+ * one of its ports (to a documentation address: it goes nowhere else) must
+ * now reach the proxy's listener; if it does not, say so before any agent
+ * relies on it (the fence still holds either way). */
+static void probe_transparent(const struct inpod *p)
+{
+	_cleanup_close_ int s = -1;
+	os_error err = { 0 };
+	if (!p->tp_probe_port || inpod_inside_socket(p, AF_INET, SOCK_STREAM, &s, &err) < 0)
+		return;
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(p->tp_probe_port) };
+	inet_pton(AF_INET, "192.0.2.1", &dst.sin_addr);
+	int got = connect_outcome(s, (struct sockaddr *)&dst, sizeof(dst));
+	if (got != 0)
+		log_warn("transparent path: a direct connect to port %u did not reach the proxy "
+			 "(%s): such connections are refused",
+			 p->tp_probe_port, strerror(got));
 }
 
 static void count_probe(const struct nflog_packet *pkt, void *data)
@@ -179,6 +198,7 @@ int inpod_confirm(void *state, os_error *err)
 		return os_error_prefix(err, "probe ipv6");
 	if (probe_proxy(p, err) < 0)
 		return os_error_prefix(err, "probe proxy");
+	probe_transparent(p);
 	if (probe_monitor(p, err) < 0)
 		return os_error_prefix(err, "probe monitor");
 	return 0;

@@ -11,12 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "fdutil.h"
+#include "dns_stub.h"
 #include "egress_proxy.h"
 #include "inference.h"
+#include "java_trust.h"
 #include "json.h"
 #include "log.h"
 #include "parse.h"
@@ -26,6 +29,12 @@
 
 struct egress {
 	struct egress_options o;
+	struct loop *loop;
+	struct dns_stub *dns; /* the transparent path's resolver, or NULL */
+	uint16_t dns_ports[EGRESS_TRANSPARENT_PORTS_MAX]; /* the ports its names serve */
+	size_t n_dns_ports;
+	time_t dns_deny_second; /* audit records of refused names: at most */
+	unsigned dns_deny_count; /* DNS_DENY_RECORDS_PER_S a second */
 	struct policy_holder *holder;
 	struct proxy *proxy;
 	struct audit *audit;
@@ -37,7 +46,7 @@ struct egress {
 	 * revision at session start is that policy, not a second load. */
 	char *text;
 	size_t text_len;
-	char ca_path[PATH_MAX], bundle_path[PATH_MAX];
+	char ca_path[PATH_MAX], bundle_path[PATH_MAX], java_trust_path[PATH_MAX];
 };
 
 #define POLICY_TEXT_MAX (4u << 20)
@@ -78,6 +87,10 @@ static int setup_ca(struct egress *e, os_error *err)
 	if (tls_ca_new(e->o.sandbox_id, &e->cfg.ca, err) < 0 ||
 	    tls_ca_write_files(e->cfg.ca, e->ca_path, e->bundle_path, roots, err) < 0)
 		return os_error_prefix(err, "sandbox CA");
+	if (str_format(e->java_trust_path, sizeof e->java_trust_path, err, "%s/truststore.p12",
+		       e->o.run_dir) < 0 ||
+	    java_trust_write(e->bundle_path, e->java_trust_path, err) < 0)
+		return os_error_prefix(err, "sandbox CA");
 	return 0;
 }
 
@@ -88,6 +101,7 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 	if (!e)
 		return os_error_set(err, ENOMEM, "out of memory");
 	e->o = *o;
+	e->loop = l;
 	proxy_raise_fd_limit();
 	proxy_limits_default(&e->cfg.limits);
 	if (o->proxy_memory_mb)
@@ -210,6 +224,28 @@ static void fill_ident(json_t *spec, const char *key, const struct policy_ident 
 		json_object_set_new(spec, key, json_integer(id->id));
 }
 
+/* Java reads neither the proxy variables nor a PEM bundle: the JVM's own
+ * properties say both (JAVA_TOOL_OPTIONS is read by every JVM at start).
+ * An agent's own JAVA_TOOL_OPTIONS is not kept: the spec's env is ours. */
+static void set_java_options(struct egress *e, json_t *env, const char *proxy_url)
+{
+	const char *hp = strncmp(proxy_url, "http://", 7) == 0 ? proxy_url + 7 : NULL;
+	const char *colon = hp ? strrchr(hp, ':') : NULL;
+	if (!colon)
+		return;
+	char opts[2 * PATH_MAX + 512];
+	int n = snprintf(opts, sizeof opts,
+			 "-Dhttp.proxyHost=%.*s -Dhttp.proxyPort=%s -Dhttps.proxyHost=%.*s "
+			 "-Dhttps.proxyPort=%s -Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]",
+			 (int)(colon - hp), hp, colon + 1, (int)(colon - hp), hp, colon + 1);
+	if (e->cfg.ca && e->java_trust_path[0] && n > 0 && (size_t)n < sizeof opts)
+		snprintf(opts + n, sizeof opts - (size_t)n,
+			 " -Djavax.net.ssl.trustStore=%s -Djavax.net.ssl.trustStoreType=PKCS12"
+			 " -Djavax.net.ssl.trustStorePassword=" JAVA_TRUST_PASSWORD,
+			 e->java_trust_path);
+	json_object_set_new(env, "JAVA_TOOL_OPTIONS", json_string(opts));
+}
+
 static void fill_env(struct egress *e, json_t *env, const char *proxy_url)
 {
 	static const char *const proxy_vars[] = { "HTTP_PROXY",	 "HTTPS_PROXY", "http_proxy",
@@ -232,6 +268,7 @@ static void fill_env(struct egress *e, json_t *env, const char *proxy_url)
 			json_object_set_new(env, bundle_vars[i], json_string(e->bundle_path));
 		json_object_set_new(env, "NODE_EXTRA_CA_CERTS", json_string(e->ca_path));
 	}
+	set_java_options(e, env, proxy_url);
 	char **vars = NULL;
 	size_t n = 0;
 	if (e->cfg.creds && credentials_agent_env(e->cfg.creds, &vars, &n, NULL) == 0) {
@@ -261,6 +298,8 @@ int egress_fill_spec(struct egress *e, json_t *spec, const char *proxy_url, os_e
 		json_object_set_new(spec, "env", env);
 	}
 	fill_env(e, env, proxy_url);
+	if (e->cfg.ca) /* in the filesystem view, where a launcher makes one */
+		json_object_set_new(spec, "system_trust", json_string(e->bundle_path));
 	return 0;
 }
 
@@ -417,10 +456,73 @@ int egress_apply_policy_text(struct egress *e, const char *yaml, size_t len, uin
 	return 0;
 }
 
+#define DNS_DENY_RECORDS_PER_S 20
+
+/* A name is looked up only when some endpoint allows it on a port the
+ * transparent path serves (by endpoint: the querying binary is unknown;
+ * the connection that follows is judged with its identity). */
+static bool dns_name_allowed(void *user, const char *name)
+{
+	struct egress *e = user;
+	struct policy_gen *g = policy_holder_acquire(e->holder);
+	bool ok = false;
+	for (size_t i = 0; i < e->n_dns_ports && !ok; i++) {
+		struct policy_decision d;
+		policy_decide_connect_endpoint_only(g, name, e->dns_ports[i], &d);
+		ok = d.verdict != POLICY_DENY;
+	}
+	uint64_t generation = e->generation;
+	policy_unref(g);
+	time_t now = time(NULL);
+	if (now != e->dns_deny_second) {
+		e->dns_deny_second = now;
+		e->dns_deny_count = 0;
+	}
+	if (!ok && e->dns_deny_count++ < DNS_DENY_RECORDS_PER_S) {
+		struct audit_record r = { .event = "dns",
+					  .decision = "deny",
+					  .reason = "dns_name_not_allowed",
+					  .proto = "udp",
+					  .host = name,
+					  .uid = -1,
+					  .detail = "no policy allows this name: answered NXDOMAIN "
+						    "without a lookup",
+					  .generation = generation };
+		audit_write(e->audit, &r);
+	}
+	return ok;
+}
+
+static bool dns_handed_out(void *user, const char *name, const struct ip_addr *a)
+{
+	return dns_stub_handed_out(user, name, a);
+}
+
+int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, const uint16_t *ports,
+			     size_t n_ports, os_error *err)
+{
+	e->n_dns_ports =
+		n_ports < EGRESS_TRANSPARENT_PORTS_MAX ? n_ports : EGRESS_TRANSPARENT_PORTS_MAX;
+	memcpy(e->dns_ports, ports, e->n_dns_ports * sizeof *ports);
+	if (tcp_fd >= 0 && proxy_add_transparent(e->proxy, tcp_fd, err) < 0) {
+		close(tcp_fd);
+		if (dns_fd >= 0)
+			close(dns_fd);
+		return -1;
+	}
+	if (dns_fd >= 0 &&
+	    dns_stub_new(e->loop, e->cfg.resolver, dns_name_allowed, e, dns_fd, &e->dns, err) < 0)
+		return -1;
+	if (e->dns)
+		proxy_set_dns_memory(e->proxy, dns_handed_out, e->dns);
+	return 0;
+}
+
 void egress_free(struct egress *e)
 {
 	if (!e)
 		return;
+	dns_stub_free(e->dns); /* before the resolver its lookups use */
 	proxy_free(e->proxy);
 	json_decref(e->fs);
 	free(e->text);
@@ -437,6 +539,8 @@ void egress_free(struct egress *e)
 		unlink(e->ca_path);
 	if (e->bundle_path[0])
 		unlink(e->bundle_path);
+	if (e->java_trust_path[0])
+		unlink(e->java_trust_path);
 	if (e->o.run_dir && e->ca_path[0])
 		rmdir(e->o.run_dir);
 	free(e);

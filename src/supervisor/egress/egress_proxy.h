@@ -64,6 +64,16 @@ struct proxy;
 
 void proxy_limits_default(struct proxy_limits *l);
 int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out, os_error *err);
+/* Serves redirected direct connections on the listening socket fd (the
+ * transparent path, docs/network.md): takes ownership of fd. */
+int proxy_add_transparent(struct proxy *p, int fd, os_error *err);
+/* What the sandbox's DNS stub handed out (dns_stub_handed_out): a name
+ * whose fresh lookup no longer holds the dialled address is still accepted
+ * for an address the agent was given for it. */
+typedef bool (*proxy_dns_memory)(void *user, const char *name, const struct ip_addr *a);
+void proxy_set_dns_memory(struct proxy *p, proxy_dns_memory fn, void *user);
+/* proxy.c: the stub's answer memory, or false without one. */
+bool proxy_dns_handed_out(const struct proxy *p, const char *name, const struct ip_addr *a);
 /* Call after policy_holder_swap: tunnels whose decision changed are closed;
  * kept-alive connections judge their next request by the new generation. */
 void proxy_policy_changed(struct proxy *p);

@@ -21,6 +21,10 @@ struct proxy {
 	struct loop *loop;
 	struct proxy_config cfg;
 	struct loop_io *lio;
+	struct loop_io *tp_lio; /* the transparent listener, if any */
+	int tp_fd;
+	proxy_dns_memory dns_memory; /* the DNS stub's answers, or NULL */
+	void *dns_memory_user;
 	struct conn *conns;
 	unsigned n_conns;
 	uint64_t serial; /* bumped by proxy_policy_changed */
@@ -267,6 +271,7 @@ static void conn_free(struct loop *l, void *data)
 	buf_free(&c->mw_body);
 	proxy_sse_stop(c);
 	proxy_ws_free(c);
+	free(c->tls_answer);
 	free(c->chain_store);
 	free(c);
 }
@@ -471,13 +476,10 @@ void conn_step(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	if (moved) {
-		const struct proxy_limits *lim = &c->proxy->cfg.limits;
-		unsigned ms = c->state == ST_READ_HEAD && c->mode == MODE_NONE
-				      ? lim->head_timeout_ms
-				      : lim->idle_timeout_ms;
-		loop_timer_set(c->timer, ms, 0, NULL);
-	}
+	/* The first head's deadline runs from accept (armed there): bytes
+	 * trickled in one at a time must not extend it (slowloris). */
+	if (moved && !(c->state == ST_READ_HEAD && c->mode == MODE_NONE))
+		loop_timer_set(c->timer, c->proxy->cfg.limits.idle_timeout_ms, 0, NULL);
 	conn_update_interest(c);
 }
 
@@ -499,6 +501,15 @@ static void on_conn_io(struct loop *l, struct loop_io *w, int fd, unsigned event
 static void on_conn_timer(struct loop *l, struct loop_timer *t, void *data)
 {
 	struct conn *c = data;
+	if (c->transparent && c->state == ST_READ_HEAD && c->mode == MODE_NONE && c->cin.len == 0) {
+		/* Slowloris on the transparent path: no ClientHello or request
+		 * head in time; nothing can be said in a protocol not yet known. */
+		c->port = c->port ? c->port : c->orig_port;
+		audit_decision(c, "connect", "deny", "head_timeout", NULL, NULL,
+			       "no TLS ClientHello or request head in time");
+		conn_close(c);
+		return;
+	}
 	if (c->state == ST_READ_HEAD && c->mode == MODE_NONE && c->cin.len > 0) {
 		reply_error(c, 408, "request_timeout", "request head not received in time",
 			    "head_timeout");
@@ -516,7 +527,8 @@ int conn_add_upstream_watch(struct conn *c, os_error *err)
 			   err);
 }
 
-static void accept_one(struct proxy *p, int fd, const struct sockaddr_storage *peer)
+static void accept_one(struct proxy *p, int fd, const struct sockaddr_storage *peer,
+		       bool transparent)
 {
 	struct conn *c = calloc(1, sizeof *c);
 	if (!c) {
@@ -527,6 +539,8 @@ static void accept_one(struct proxy *p, int fd, const struct sockaddr_storage *p
 	c->peer = *peer;
 	socklen_t len = sizeof c->local;
 	getsockname(fd, (struct sockaddr *)&c->local, &len);
+	if (transparent)
+		transparent_accepted(c, fd);
 	stream_init(&c->client, fd);
 	stream_init(&c->upstream, -1);
 	for (int d = 0; d < 2; d++)
@@ -571,9 +585,8 @@ static void accept_one(struct proxy *p, int fd, const struct sockaddr_storage *p
 /* Accepts a batch first, then sets each connection up: the callers of the
  * whole batch are looked up in one snapshot of /proc taken after the last
  * accept, so every socket of the batch is in it. */
-static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned events, void *data)
+static void accept_batch(struct proxy *p, int lfd, bool transparent)
 {
-	struct proxy *p = data;
 	static struct sockaddr_storage peer[ACCEPT_BATCH]; /* one loop thread */
 	static int fds[ACCEPT_BATCH];
 	int n = 0;
@@ -594,9 +607,41 @@ static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned event
 	if (p->cfg.identity)
 		identity_batch_begin(p->cfg.identity);
 	for (int i = 0; i < n; i++)
-		accept_one(p, fds[i], &peer[i]);
+		accept_one(p, fds[i], &peer[i], transparent);
 	if (p->cfg.identity)
 		identity_batch_end(p->cfg.identity);
+}
+
+static void on_accept(struct loop *l, struct loop_io *w, int lfd, unsigned events, void *data)
+{
+	accept_batch(data, lfd, false);
+}
+
+static void on_accept_transparent(struct loop *l, struct loop_io *w, int lfd, unsigned events,
+				  void *data)
+{
+	accept_batch(data, lfd, true);
+}
+
+void proxy_set_dns_memory(struct proxy *p, proxy_dns_memory fn, void *user)
+{
+	p->dns_memory = fn;
+	p->dns_memory_user = user;
+}
+
+bool proxy_dns_handed_out(const struct proxy *p, const char *name, const struct ip_addr *a)
+{
+	return p->dns_memory && p->dns_memory(p->dns_memory_user, name, a);
+}
+
+int proxy_add_transparent(struct proxy *p, int fd, os_error *err)
+{
+	if (p->tp_lio)
+		return os_error_set(err, EEXIST, "the proxy has a transparent listener already");
+	if (loop_io_add(p->loop, fd, LOOP_IN, 0, on_accept_transparent, p, &p->tp_lio, err) < 0)
+		return os_error_prefix(err, "watching the transparent listener");
+	p->tp_fd = fd;
+	return 0;
 }
 
 int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out, os_error *err)
@@ -606,6 +651,7 @@ int proxy_new(struct loop *l, const struct proxy_config *cfg, struct proxy **out
 		return os_error_set(err, ENOMEM, "out of memory");
 	p->loop = l;
 	p->cfg = *cfg;
+	p->tp_fd = -1;
 	if (!p->cfg.limits.buf_cap)
 		proxy_limits_default(&p->cfg.limits);
 	budget_init(&p->budget, p->cfg.limits.memory_budget, p->cfg.limits.max_upstreams);
@@ -673,6 +719,10 @@ void proxy_free(struct proxy *p)
 	if (p->lio)
 		loop_io_remove(p->lio);
 	close(p->cfg.listen_fd);
+	if (p->tp_lio)
+		loop_io_remove(p->tp_lio);
+	if (p->tp_fd >= 0)
+		close(p->tp_fd);
 	identity_ctx_free(p->cfg.identity); /* owned since proxy_new / proxy_set_identity */
 	secret_echo_free(p->echo);
 	denials_free(p->denials);

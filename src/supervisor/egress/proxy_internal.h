@@ -82,7 +82,18 @@ struct conn {
 	struct http_parser parser; /* request heads from the agent */
 	struct http_parser rparser; /* response heads from the upstream */
 	bool dead; /* closed; freed by a deferred call */
+	/* local: our address, or on the transparent path the original
+	 * destination (what the agent's own socket names as its peer). */
 	struct sockaddr_storage peer, local;
+	/* Transparent path (proxy_transparent.c): a redirected direct
+	 * connection to orig:orig_port; tp_started once its first bytes were
+	 * classified; tp_tls: the agent speaks TLS to us, so an answer goes
+	 * inside TLS (tls_answer waits for the handshake and the request). */
+	bool transparent, tp_started, tp_tls, tp_no_dst;
+	struct ip_addr orig;
+	uint16_t orig_port;
+	char *tls_answer;
+	size_t tls_answer_len;
 	/* Caller identity, resolved once per connection and kept compact (the
 	 * resolver's scratch struct is large; 1,000 idle tunnels must stay small). */
 	bool identified;
@@ -252,6 +263,9 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 
 /* proxy_request.c */
 enum step_result request_head_step(struct conn *c);
+/* Judges c->host:c->port (a CONNECT's, or a transparent connection's) and
+ * opens the way: inference, tunnel or TLS termination; answers on deny. */
+void proxy_open_target(struct conn *c);
 /* The first of the two caller lookups, when the connection is accepted. */
 void proxy_identify_at_accept(struct conn *c);
 /* proxy_local.c: answers a plain request to http://policy.local/... */
@@ -376,6 +390,24 @@ enum rpc_step proxy_sigv4_prepare(struct conn *c, const struct http_request *req
 bool proxy_sigv4_drops(const struct conn *c, struct http_slice name);
 int proxy_sigv4_sign(struct conn *c, const struct http_request *req, const char *method,
 		     const char *canon, os_error *err);
+
+/* proxy_transparent.c */
+/* At accept: the original destination of a redirected connection. */
+void transparent_accepted(struct conn *c, int fd);
+/* ST_READ_HEAD of a transparent connection before anything was judged:
+ * the name from the ClientHello (peeked, left in the socket) or, for
+ * plain HTTP, hands over to the request parser. */
+enum step_result transparent_first_step(struct conn *c);
+/* The Host header of a transparent plain-HTTP request as c->host (false:
+ * answered). */
+bool transparent_take_host(struct conn *c, const struct http_request *req);
+/* Keeps only the resolved addresses equal to the original destination:
+ * false when there is none (answered). */
+bool transparent_check_addresses(struct conn *c, const struct ip_addr *addrs, size_t n);
+/* An answer queued in cout for an agent that speaks TLS to us: kept until
+ * our TLS (sandbox CA) is up, or dropped with the connection closed when
+ * that cannot be. True when it took over. */
+bool transparent_defer_answer(struct conn *c);
 
 /* proxy_upstream.c */
 void upstream_start(struct conn *c);

@@ -70,7 +70,9 @@ void audit_decision(struct conn *c, const char *event, const char *decision, con
 		.binary = caller_binary(c),
 		.pid = c->identified ? c->id_pid : 0,
 		.uid = c->identified ? (long)c->id_uid : -1,
-		.detail = detail,
+		/* A direct connection says so: the agent ignored its proxy. */
+		.detail =
+			detail || !c->transparent ? detail : "transparent path (direct connection)",
 		.generation = c->gen_serial + 1,
 	};
 	audit_write(cfg->audit, &r);
@@ -166,7 +168,8 @@ static void send_json(struct conn *c, int status, json_t *body, const char *poli
 	free(text);
 	if (rc < 0)
 		log_warn("proxy: building a %d answer: %s", status, err.msg);
-	conn_set_state(c, ST_CLOSING);
+	if (!transparent_defer_answer(c))
+		conn_set_state(c, ST_CLOSING);
 }
 
 /* Kept for GET http://policy.local/v1/denials (no detail text: see denials.h). */

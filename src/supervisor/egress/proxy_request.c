@@ -218,6 +218,18 @@ static void handle_connect(struct conn *c, const struct http_request *req, size_
 			    "pipelined_connect");
 		return;
 	}
+	proxy_open_target(c);
+}
+
+/* The CONNECT's answer: a transparent connection's agent asked for none. */
+static void connect_established(struct conn *c)
+{
+	if (!c->transparent)
+		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
+}
+
+void proxy_open_target(struct conn *c)
+{
 	const struct proxy_config *cfg = proxy_cfg(c->proxy);
 	if (strcmp(c->host, INFERENCE_HOST) == 0) {
 		identify(c);
@@ -229,7 +241,7 @@ static void handle_connect(struct conn *c, const struct http_request *req, size_
 		c->inference = true;
 		c->mode = MODE_MITM;
 		snprintf(c->policy_name, sizeof c->policy_name, "inference");
-		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
+		connect_established(c);
 		conn_set_state(c, ST_TLS_CLIENT);
 		audit_decision(c, "connect", "allow", "inference", NULL, NULL, NULL);
 		return;
@@ -475,25 +487,36 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	upstream_start(c);
 }
 
-static void handle_http(struct conn *c, const struct http_request *req, size_t consumed)
+/* The host of a plain request: the absolute URI's through the proxy, the
+ * Host header's on the transparent path. */
+static bool http_target(struct conn *c, const struct http_request *req)
 {
+	if (c->transparent) {
+		c->mode = MODE_HTTP;
+		return transparent_take_host(c, req);
+	}
 	if (req->form != HTTP_TARGET_ABSOLUTE) {
 		reply_error(c, 400, "bad_request",
 			    "proxy requests must use CONNECT or an absolute http:// URI",
 			    "bad_target_form");
-		return;
+		return false;
 	}
 	if (req->https) {
 		reply_error(c, 400, "bad_request", "use CONNECT for https", "https_absolute_form");
-		return;
+		return false;
 	}
 	if (req->host_mismatch) {
 		reply_error(c, 400, "bad_request", "Host header disagrees with the request URI",
 			    "host_mismatch");
-		return;
+		return false;
 	}
 	c->mode = MODE_HTTP;
-	if (!take_authority(c, &req->authority))
+	return take_authority(c, &req->authority);
+}
+
+static void handle_http(struct conn *c, const struct http_request *req, size_t consumed)
+{
+	if (!http_target(c, req))
 		return;
 	if (strcmp(c->host, DENIALS_HOST) == 0) {
 		proxy_serve_local(c, req);
@@ -551,7 +574,15 @@ static int status_for(enum http_error e)
 static void handle_request(struct conn *c, const struct http_request *req, size_t consumed)
 {
 	bool is_connect = str_ieq(req->method.p, req->method.len, "CONNECT", 7);
-	if (c->mode == MODE_NONE && is_connect)
+	if (c->tls_answer) { /* a refusal that waited for our TLS and a request */
+		buf_consume(&c->cin, consumed);
+		buf_append(&c->cout, c->tls_answer, c->tls_answer_len, NULL);
+		free(c->tls_answer);
+		c->tls_answer = NULL;
+		conn_set_state(c, ST_CLOSING);
+	} else if (c->transparent && is_connect)
+		reply_error(c, 400, "bad_request", "CONNECT on a direct connection", "bad_method");
+	else if (c->mode == MODE_NONE && is_connect)
 		handle_connect(c, req, consumed);
 	else if (c->mode == MODE_MITM)
 		handle_mitm(c, req, consumed);
@@ -563,6 +594,8 @@ static void handle_request(struct conn *c, const struct http_request *req, size_
 
 enum step_result request_head_step(struct conn *c)
 {
+	if (c->transparent && !c->tp_started)
+		return transparent_first_step(c);
 	if (c->mode == MODE_HTTP)
 		upstream_check_idle(c);
 	bool got = false;

@@ -10,7 +10,9 @@
 static const unsigned allowed[PROXY_CONN_STATES] = {
 	[ST_READ_HEAD] = FSM_TO(ST_RESOLVE) | FSM_TO(ST_TLS_CLIENT) | FSM_TO(ST_FORWARD) |
 			 FSM_TO(ST_CLOSING),
-	[ST_RESOLVE] = FSM_TO(ST_CONNECT_UPSTREAM) | FSM_TO(ST_CLOSING),
+	/* ST_TLS_CLIENT: a transparent TLS connection refused after DNS is
+	 * answered inside our TLS (proxy_transparent.c). */
+	[ST_RESOLVE] = FSM_TO(ST_CONNECT_UPSTREAM) | FSM_TO(ST_TLS_CLIENT) | FSM_TO(ST_CLOSING),
 	/* ST_CONNECT_UPSTREAM again: the next resolved address is tried. */
 	[ST_CONNECT_UPSTREAM] = FSM_TO(ST_CONNECT_UPSTREAM) | FSM_TO(ST_TLS_CLIENT) |
 				FSM_TO(ST_TLS_UPSTREAM) | FSM_TO(ST_TUNNEL) | FSM_TO(ST_FORWARD) |

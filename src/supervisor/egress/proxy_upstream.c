@@ -33,6 +33,17 @@ static void on_resolved(void *data, int status, const struct ip_addr *addrs, siz
 		conn_step(c);
 		return;
 	}
+	/* A transparent connection goes to the address the agent dialled or
+	 * nowhere: n becomes 1, that address, checked like any other below. */
+	const struct ip_addr *orig = &c->orig;
+	if (c->transparent && !c->up_host[0]) {
+		if (!transparent_check_addresses(c, addrs, n)) {
+			conn_step(c);
+			return;
+		}
+		addrs = orig;
+		n = 1;
+	}
 	/* Keep only the addresses this endpoint may reach; remember why not. */
 	c->n_addrs = 0;
 	struct policy_decision last = { 0 };
@@ -200,9 +211,11 @@ static enum step_result upstream_connected(struct conn *c)
 		       NULL, NULL, NULL);
 	if (c->inference)
 		conn_mark_secret_holder(c); /* the backend's key goes there */
+	const char *established =
+		c->transparent ? "" : "HTTP/1.1 200 Connection Established\r\n\r\n";
 	switch (c->mode) {
 	case MODE_TUNNEL:
-		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
+		buf_append_str(&c->cout, established, NULL);
 		if (tunnel_start(c) < 0) {
 			conn_close(c);
 			return STEP_CLOSED;
@@ -216,7 +229,7 @@ static enum step_result upstream_connected(struct conn *c)
 				conn_set_state(c, ST_FORWARD);
 			return STEP_PROGRESS;
 		}
-		buf_append_str(&c->cout, "HTTP/1.1 200 Connection Established\r\n\r\n", NULL);
+		buf_append_str(&c->cout, established, NULL);
 		conn_set_state(c, ST_TLS_CLIENT);
 		return STEP_PROGRESS;
 	case MODE_HTTP:
@@ -287,6 +300,10 @@ enum step_result tls_accept_step(struct conn *c)
 			       "agent TLS handshake failed (does it trust the sandbox CA?)");
 		conn_close(c);
 		return STEP_CLOSED;
+	}
+	if (c->tls_answer) { /* a refusal: sent once the agent's request is in */
+		conn_set_state(c, ST_READ_HEAD);
+		return STEP_PROGRESS;
 	}
 	const char *sni = SSL_get_servername(c->client.ssl, TLSEXT_NAMETYPE_host_name);
 	if (sni && strcasecmp(sni, c->host) != 0) {

