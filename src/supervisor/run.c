@@ -116,8 +116,12 @@ static int bind_identity(struct sup_run *r, pid_t entry, const json_t *spec, os_
 	const char *cgroup = json_string_value(json_array_get(json_object_get(spec, "cgroups"), 0));
 	if (egress_bind_agent(r->egress, entry, cgroup, err) == 0)
 		return 0;
+	/* The entry may be gone (a zombie has no namespaces to read) a moment
+	 * before the launcher's pidfd says so: when its namespace is what is
+	 * missing, wait briefly for that word instead of failing the run. */
+	bool gone = err->code == ENOENT || err->code == ESRCH;
 	struct pollfd p = { .fd = local ? backend_agent_fd(r->running) : -1, .events = POLLIN };
-	if (local && poll(&p, 1, 0) == 1) {
+	if (local && poll(&p, 1, gone ? 2000 : 0) == 1) {
 		memset(err, 0, sizeof(*err));
 		return 0;
 	}
