@@ -32,13 +32,15 @@ class KubeEnv:
         return {**os.environ, **self.vars}
 
 
-def start_env(with_controller_manager=True, timeout=600 * 6):
+def start_env(with_controller_manager=True, timeout=600 * 6, apiserver_args=()):
     """Build (cached) and start an environment; raise TestEnvError on any failure.
-    `timeout` covers a cold build of the binaries (about 17 minutes on 2 cores)."""
+    `timeout` covers a cold build of the binaries (about 17 minutes on 2 cores);
+    apiserver_args are extra kube-apiserver flags (a test's own environment)."""
     state = os.path.join(tempfile.mkdtemp(prefix="openshell-kube-state-"), "state.json")
     cmd = [sys.executable, TESTENV, "--state", state, "up"]
     if with_controller_manager:
         cmd.append("--with-controller-manager")
+    cmd += [f"--apiserver-arg={a}" for a in apiserver_args]
     try:
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as e:

@@ -202,19 +202,29 @@ static void pause_thread(struct k8s_host *h, int seconds)
 		nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
 }
 
-/* List, publish, watch until a change (or K8S_WATCH_S), list again. A
- * watch whose resourceVersion expired (410 Gone, e.g. after compaction)
- * is followed by a fresh list, like any other end of a watch. */
+/* List, publish, watch until a change (or K8S_WATCH_S), list again after a
+ * change. A watch the server ended quietly is resumed from the version it
+ * reached (bookmarks move it on) without a list: the snapshot still holds,
+ * only the Events of Pods not Ready are read again. A watch whose
+ * resourceVersion expired (410 Gone, e.g. after compaction) is followed by
+ * a fresh list. */
 static void *watch_main(void *arg)
 {
 	struct k8s_driver *k = arg;
 	struct k8s_host *h = k->host;
+	char rv[128] = "";
+	bool relist = true;
 	while (!atomic_load(&h->stop)) {
 		os_error err = { 0 };
-		char rv[128];
 		json_t *pods = NULL;
-		if (k8s_list_pods(k, h->watch_client, &pods, rv, sizeof rv, &err) < 0) {
+		if (!relist) {
+			pthread_mutex_lock(&h->lock);
+			pods = h->pods ? json_deep_copy(h->pods) : NULL;
+			pthread_mutex_unlock(&h->lock);
+		}
+		if (!pods && k8s_list_pods(k, h->watch_client, &pods, rv, sizeof rv, &err) < 0) {
 			set_watch_error(h, err.msg);
+			relist = true;
 			pause_thread(h, K8S_WATCH_BACKOFF_S);
 			continue;
 		}
@@ -224,6 +234,7 @@ static void *watch_main(void *arg)
 		int r = k8s_watch_pods(k, h->watch_client, rv, sizeof rv, K8S_WATCH_S, &err);
 		if (atomic_load(&h->stop))
 			break;
+		relist = r != 0; /* 0: the server ended a quiet watch */
 		if (r < 0) {
 			set_watch_error(h, err.msg);
 			pause_thread(h, K8S_WATCH_BACKOFF_S);
