@@ -345,7 +345,11 @@ void exec_service_request(void *user, const struct session_msg *m)
 	}
 	r->x = x;
 	r->pid = pid;
-	x->relays[slot] = r;
+	/* A relay refused for want of a slot only says so and exits: it is
+	 * watched, not tabled (the table has no room for it; writing it at
+	 * RELAYS_MAX was one past the end). Found by the stdio branch. */
+	if (slot < RELAYS_MAX)
+		x->relays[slot] = r;
 	/* Only a command makes connections of its own for the proxy to judge;
 	 * a transfer or a forward never goes through it. */
 	if (!error && m->type == SESSION_MSG_EXEC && egress_add_entry(x->h.egress, pid, &err) < 0)
