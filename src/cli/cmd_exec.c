@@ -60,17 +60,17 @@ static int read_head(struct tls_stream *s, struct buf *rest, const char **end, o
 /* Sends the request; returns 0 on 101 (rest holds early frames), else -1
  * with the gateway's message in err: EAGAIN when it said not_ready (the
  * sandbox has no live supervisor session right now). */
-static int upgrade(struct tls_stream *s, const struct client *c, const char *name, const char *body,
-		   struct buf *rest, os_error *err)
+static int upgrade(struct tls_stream *s, const struct client *c, const char *name,
+		   const char *action, const char *body, struct buf *rest, os_error *err)
 {
 	char head[1024];
 	os_error why = { 0 };
 	int n = snprintf(head, sizeof head,
-			 "POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: openshell\r\n"
+			 "POST /v1/sandboxes/%s/%s HTTP/1.1\r\nHost: openshell\r\n"
 			 "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
 			 "Content-Length: %zu\r\nUpgrade: " EXECFRAME_UPGRADE
 			 "\r\nConnection: Upgrade\r\n\r\n",
-			 name, c->token, strlen(body));
+			 name, action, c->token, strlen(body));
 	if (n < 0 || (size_t)n >= sizeof head ||
 	    tls_stream_write_all(s, head, (size_t)n, &why) < 0 ||
 	    tls_stream_write_all(s, body, strlen(body), &why) < 0)
@@ -122,7 +122,7 @@ static void term_restore(struct term *t)
 		tcsetattr(STDIN_FILENO, TCSANOW, &t->saved);
 }
 
-static void win_size(uint16_t *rows, uint16_t *cols)
+void cli_win_size(uint16_t *rows, uint16_t *cols)
 {
 	struct winsize ws = { 0 };
 	if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0)
@@ -217,7 +217,7 @@ static int pump(struct tls_stream *s, struct buf *in, bool tty, struct pump_end 
 		if (winch && tty) {
 			winch = 0;
 			uint16_t r, c;
-			win_size(&r, &c);
+			cli_win_size(&r, &c);
 			struct buf b;
 			buf_init(&b, 64);
 			execframe_put_resize(&b, r, c, NULL);
@@ -295,8 +295,8 @@ static const char *what_happened(struct cli *cli, const char *name, const char *
 /* Dials the gateway (starting a local one when none answers) and asks for
  * the upgrade; 0 with s open and in holding early frames, else -1 with err
  * (EAGAIN: not ready). On -1 nothing stays open. */
-static int open_exec(struct cli *cli, const char *seg, const char *body, struct tls_stream *s,
-		     struct buf *in, os_error *err)
+static int open_exec(struct cli *cli, const char *seg, const char *action, const char *body,
+		     struct tls_stream *s, struct buf *in, os_error *err)
 {
 	/* Straight to the gateway: a health call first would cost a round trip
 	 * on every exec. Only when nothing answers is a local one started. */
@@ -320,7 +320,7 @@ static int open_exec(struct cli *cli, const char *seg, const char *body, struct 
 		s->fd = -1;
 		return -1;
 	}
-	if (upgrade(s, &cli->client, seg, body, in, err) < 0) {
+	if (upgrade(s, &cli->client, seg, action, body, in, err) < 0) {
 		tls_stream_end(s);
 		close(s->fd);
 		s->fd = -1;
@@ -349,14 +349,14 @@ static bool session_coming(struct cli *cli, const char *seg, char *phase, size_t
 
 /* open_exec, waiting (bounded, with a progress line) while the gateway says
  * not_ready for a sandbox whose session is coming back. */
-static int open_exec_waiting(struct cli *cli, const char *name, const char *seg, const char *body,
-			     struct tls_stream *s, struct buf *in)
+static int open_exec_waiting(struct cli *cli, const char *name, const char *seg, const char *action,
+			     const char *body, struct tls_stream *s, struct buf *in)
 {
 	os_error err = { 0 };
 	bool said = false;
 	char phase[64] = "";
 	for (int i = 0; i <= SESSION_WAIT_S * 1000 / SESSION_POLL_MS; i++) {
-		if (open_exec(cli, seg, body, s, in, &err) == 0) {
+		if (open_exec(cli, seg, action, body, s, in, &err) == 0) {
 			if (said && isatty(STDERR_FILENO))
 				fprintf(stderr, "\r\033[K");
 			return 0;
@@ -410,7 +410,7 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 		return CLI_USAGE;
 	uint16_t rows = 0, cols = 0;
 	if (tty)
-		win_size(&rows, &cols);
+		cli_win_size(&rows, &cols);
 	_cleanup_json_ json_t *body = json_pack("{s:O, s:b, s:i, s:i}", "command", command, "tty",
 						tty, "rows", rows, "cols", cols);
 	/* With a tty the command draws for this terminal: its TERM goes along
@@ -421,10 +421,19 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 	_cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	if (!text)
 		return cli_fail("exec: out of memory");
+	return cli_exec_stream(cli, name, "exec", text, tty);
+}
+
+int cli_exec_stream(struct cli *cli, const char *name, const char *action, const char *body,
+		    bool tty)
+{
+	char seg[256];
+	if (cli_segment(seg, sizeof seg, name) < 0)
+		return CLI_USAGE;
 	struct tls_stream s = { .fd = -1 };
 	struct buf in;
 	buf_init(&in, EXECFRAME_MAX_PAYLOAD + HEAD_MAX);
-	int rc = open_exec_waiting(cli, name, seg, text, &s, &in);
+	int rc = open_exec_waiting(cli, name, seg, action, body, &s, &in);
 	if (rc != 0) {
 		buf_free(&in);
 		return rc;

@@ -14,6 +14,8 @@
  *       "env": {"K": "V"},           optional; may not touch proxy/OpenShell vars
  *       "labels": {"k": "v"},        optional; may not use openshell.ai/ keys
  *       "resources": {"cpu": "500m", "memory": "1Gi"}   optional
+ *       "attach": {"tty": B, "rows": N, "cols": N, "term": T}  optional; only
+ *                                    to a driver with ops->attach
  *     },
  *     "policy": {                    optional; absent: nothing may leave
  *       "restricts_binaries": true,  summary the gateway computed
@@ -108,7 +110,13 @@ struct driver_ops {
 	unsigned resync_ms;
 	/* What GET /v1/gateway/status shows under the driver's name (a new
 	 * reference), or NULL when the driver has nothing to say. */
-	json_t *(*health)(struct driver *d);
+	json_t *(*health)(
+		struct driver
+			*d); /* True when spec.attach (a foreground create: {"tty", "rows", "cols",
+	 * "term"}) is honoured: the agent's first run starts on stdio that one
+	 * client attaches to (POST /v1/sandboxes/NAME/attach). The gateway
+	 * passes spec.attach only to such a driver. */
+	bool attach;
 };
 
 #define DRIVER_DISPATCH_EVENT 1u

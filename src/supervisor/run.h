@@ -16,6 +16,7 @@
 struct egress;
 struct gw_session;
 struct exec_service;
+struct exec_attach;
 
 /* Everything the running supervisor waits on. */
 struct sup_run {
@@ -25,6 +26,7 @@ struct sup_run {
 	struct egress *egress;
 	struct gw_session *gateway;
 	struct exec_service *exec; /* sandbox exec, once the agent runs */
+	struct exec_attach *attach; /* a foreground create's stdio (--attach), or NULL */
 	int status; /* the agent's wait status (or 128+signal << 8) */
 	bool stopped_by_signal;
 	bool failed; /* the agent's end could not be collected */

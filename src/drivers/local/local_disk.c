@@ -232,4 +232,5 @@ void local_probe_caps(const char *supervisor, struct local_caps *caps)
 	caps->env = knows_flag(supervisor, "--env");
 	caps->gateway = knows_flag(supervisor, "--gateway");
 	caps->run_dir = knows_flag(supervisor, "--run-dir");
+	caps->attach = knows_flag(supervisor, "--attach");
 }

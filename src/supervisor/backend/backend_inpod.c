@@ -261,4 +261,5 @@ const struct backend_ops backend_inpod_ops = {
 	.teardown = inpod_teardown,
 	.agent_pid = inpod_agent_pid,
 	.make_cgroups = inpod_make_cgroups,
+	.agent_stdio = inpod_agent_stdio,
 };

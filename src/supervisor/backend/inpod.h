@@ -40,6 +40,8 @@ struct inpod {
 	struct sockowner *owner;
 	unsigned lost_records;
 
+	bool has_stdio; /* stdio: the agent's fds 0-2 (borrowed), else the supervisor's */
+	int stdio[3];
 	pid_t agent_pid; /* the launcher, which becomes/forks the agent */
 	int agent_pidfd;
 	bool agent_reaped;
@@ -50,6 +52,7 @@ bool inpod_test_fail(const char *step);
 
 int inpod_confirm(void *state, os_error *err);
 int inpod_start_agent(void *state, const json_t *launch_spec, os_error *err);
+int inpod_agent_stdio(void *state, const int fds[3], os_error *err);
 int inpod_agent_fd(void *state);
 int inpod_reap_agent(void *state, int *wait_status, os_error *err);
 /* Kills (SIGKILL) and reaps the agent if it is still there. */

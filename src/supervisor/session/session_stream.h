@@ -9,6 +9,9 @@
  *   {"type":"ping"}
  *   {"type":"exec","id":HEX,"argv":[...],"tty":B,"rows":N,"cols":N}
  *                         run a command in the sandbox (docs/exec.md)
+ *   {"type":"exec","id":HEX,"agent":true}
+ *                         attach a foreground create's client to the
+ *                         agent's own stdio (no argv, tty, size or term)
  * Unknown types are skipped (the gateway may add kinds); a known type with
  * missing, extra or mistyped fields ends the stream with an error. */
 #ifndef OS_SUPERVISOR_SESSION_STREAM_H
@@ -48,6 +51,7 @@ struct session_msg {
 	bool exec_tty;
 	uint16_t exec_rows, exec_cols; /* exec with tty: initial size (0: unknown) */
 	const char *exec_term; /* exec with tty: the client's TERM (execframe_term_ok), or NULL */
+	bool exec_agent; /* exec: the agent's own stdio, not a new command */
 };
 
 /* Returns < 0 (err set) to end the stream. */
