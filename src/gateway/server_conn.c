@@ -94,7 +94,13 @@ void server_conn_flush(struct conn *c)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			loop_io_modify(c->io, LOOP_OUT, NULL);
+			/* A relay keeps reading while its peer's backlog allows: a
+			 * command whose stdin is full may be writing its output,
+			 * and not reading it would wedge both directions. */
+			if (c->state == GW_RELAYING)
+				update_interest(c);
+			else
+				loop_io_modify(c->io, LOOP_OUT, NULL);
 			return;
 		}
 		if (n <= 0) {
