@@ -182,20 +182,32 @@ static int catch_signals(struct stopper *s, const char *name, struct follower *f
 	return pthread_sigmask(SIG_UNBLOCK, &winch, NULL) != 0 ? -1 : 0;
 }
 
-static int remove_sandbox(struct cli *cli, const char *name)
+/* ask: send the DELETE (else the gateway deletes it itself: wait only). */
+static int remove_sandbox(struct cli *cli, const char *name, bool ask)
 {
 	char path[512];
 	long status = 0;
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", name);
-	_cleanup_json_ json_t *out = cli_api(cli, "DELETE", path, NULL, &status);
-	if (!out)
+	_cleanup_json_ json_t *out = ask ? cli_api(cli, "DELETE", path, NULL, &status) : NULL;
+	if (ask && !out)
 		return -1;
 	_cleanup_json_ json_t *gone =
 		cli_wait_phase(cli, name, (const char *const[]){ NULL }, true);
 	return gone ? 0 : -1;
 }
 
+static json_t *tty_request(const struct attach_opts *o);
+
 json_t *attach_request(const struct attach_opts *o)
+{
+	json_t *req = tty_request(o);
+	/* --rm the gateway's job: a CLI killed on the way cannot delete it. */
+	if (req && o->rm)
+		json_object_set_new(req, "remove", json_true());
+	return req;
+}
+
+static json_t *tty_request(const struct attach_opts *o)
 {
 	if (!o->tty)
 		return json_pack("{s:b}", "tty", 0);
@@ -227,6 +239,8 @@ int attach_foreground(struct cli *cli, const char *name, const json_t *row,
 		      const struct attach_opts *o)
 {
 	static const char *const over[] = { "Error", "Stopped", "Succeeded", "Failed", NULL };
+	static const char *const over_or_going[] = { "Error",  "Stopped",  "Succeeded",
+						     "Failed", "Deleting", NULL };
 	struct attach a = { .o = o, .records_only = attachable(row) };
 	static struct stopper stop; /* the signal thread outlives this frame */
 	static struct follower f; /* joined before this frame ends, but kept with stop */
@@ -244,7 +258,10 @@ int attach_foreground(struct cli *cli, const char *name, const json_t *row,
 		cli_fail("%s", err.msg);
 		goto out;
 	}
-	end = cli_wait_phase(cli, name, over, false);
+	/* With --rm an attached sandbox is deleted by the gateway as its agent
+	 * ends: gone (or going) is over too, and its status came attached. */
+	bool self_removing = a.records_only && o->rm;
+	end = cli_wait_phase(cli, name, self_removing ? over_or_going : over, self_removing);
 	if (f.running)
 		pthread_join(f.thread, NULL); /* the log ends with the sandbox */
 	f.running = false;
@@ -263,7 +280,11 @@ int attach_foreground(struct cli *cli, const char *name, const json_t *row,
 	     : a.records_only	    ? code /* the status the attached stream ended with */
 	     : !json_is_integer(ec) ? CLI_FAIL
 				    : (int)json_integer_value(ec);
-	if (o->rm && remove_sandbox(cli, name) < 0 && rc == 0)
+	/* Stopped (Ctrl-C) or Error: no agent ended, so the gateway keeps it. */
+	const char *left = json_string_value(json_object_get(end, "phase"));
+	bool gateway_removes = self_removing && (!left || strcmp(left, "Error") != 0) &&
+			       (!left || strcmp(left, "Stopped") != 0);
+	if (o->rm && remove_sandbox(cli, name, !gateway_removes) < 0 && rc == 0)
 		rc = CLI_FAIL;
 out:
 	if (f.running)

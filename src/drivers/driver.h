@@ -14,8 +14,10 @@
  *       "env": {"K": "V"},           optional; may not touch proxy/OpenShell vars
  *       "labels": {"k": "v"},        optional; may not use openshell.ai/ keys
  *       "resources": {"cpu": "500m", "memory": "1Gi"}   optional
- *       "attach": {"tty": B, "rows": N, "cols": N, "term": T}  optional; only
- *                                    to a driver with ops->attach
+ *       "attach": {"tty": B, "rows": N, "cols": N, "term": T, "remove": B}
+ *                                    optional; only to a driver with
+ *                                    ops->attach (remove: the gateway deletes
+ *                                    the sandbox when its agent ends)
  *     },
  *     "policy": {                    optional; absent: nothing may leave
  *       "restricts_binaries": true,  summary the gateway computed

@@ -120,6 +120,20 @@ def test_a_killed_cli_takes_the_agent_with_it(gw):
         gw.cli("sandbox", "logs", "orphan", check=0).stdout
 
 
+def test_a_killed_cli_with_rm_leaves_nothing(gw):
+    p = subprocess.Popen([CLI, "sandbox", "create", "--rm", "--name", "gone", "--", "/bin/sh",
+                          "-c", "while :; do echo tick; sleep 0.1; done"], env=gw.env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"tick\n"
+    sid = gw.sandbox("gone")["id"]
+    p.kill()
+    p.wait()
+    # The CLI cannot delete it any more: the gateway does, once the agent ended.
+    wait_for(lambda: gw.sandbox("gone") is None, 30, what="the sandbox deleted")
+    wait_for(lambda: not supervisors_for(sid), 20, what="its supervisor gone")
+    assert not os.path.exists(gw.sandbox_dir(sid))
+
+
 def attach_raw(gw, name, token=None):
     """POST /v1/sandboxes/NAME/attach by hand: (status, frames)."""
     s = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
@@ -191,6 +205,7 @@ def test_the_api_checks_attach(gw):
     bad = [({"tty": False, "rows": 3}, "rows, cols and term only with"),
            ({"tty": True, "term": "x;rm"}, "spec.attach.term"),
            ({"tty": "yes"}, "spec.attach"),
+           ({"remove": 1}, "remove"),
            ({"size": 1}, "size")]
     for attach, said in bad:
         st, b = gw.request("POST", "/v1/sandboxes", {"command": ["true"], "attach": attach})

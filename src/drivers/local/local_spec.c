@@ -106,11 +106,12 @@ static int check_command(const json_t *c, os_error *err)
 }
 
 /* spec.attach, a foreground create: {"tty": B, "rows": N, "cols": N,
- * "term": T}, every field optional; the size and TERM only with a tty. */
+ * "term": T, "remove": B}, every field optional; the size and TERM only
+ * with a tty; remove: the gateway deletes the sandbox when its agent ends. */
 static int check_attach(const json_t *a, os_error *err)
 {
-	static const char *const keys[] = { "tty", "rows", "cols", "term", NULL };
-	bool tty = false;
+	static const char *const keys[] = { "tty", "rows", "cols", "term", "remove", NULL };
+	bool tty = false, remove = false;
 	int64_t rows = 0, cols = 0;
 	const char *term = NULL;
 	if (!json_is_object(a))
@@ -120,7 +121,8 @@ static int check_attach(const json_t *a, os_error *err)
 	    json_get_bool(a, "tty", false, &tty, err) < 0 ||
 	    json_get_int(a, "rows", false, 0, 65535, &rows, err) < 0 ||
 	    json_get_int(a, "cols", false, 0, 65535, &cols, err) < 0 ||
-	    json_get_string(a, "term", false, &term, err) < 0)
+	    json_get_string(a, "term", false, &term, err) < 0 ||
+	    json_get_bool(a, "remove", false, &remove, err) < 0)
 		return err->code = EINVAL, os_error_prefix(err, "spec.attach");
 	if (!tty && (rows || cols || term))
 		return os_error_set(err, EINVAL,
