@@ -196,17 +196,7 @@ static int remove_sandbox(struct cli *cli, const char *name, bool ask)
 	return gone ? 0 : -1;
 }
 
-static json_t *tty_request(const struct attach_opts *o);
-
-json_t *attach_request(const struct attach_opts *o)
-{
-	json_t *req = tty_request(o);
-	/* --rm the gateway's job: a CLI killed on the way cannot delete it. */
-	if (req && o->rm)
-		json_object_set_new(req, "remove", json_true());
-	return req;
-}
-
+/* The terminal part of the request: its size and TERM with -t. */
 static json_t *tty_request(const struct attach_opts *o)
 {
 	if (!o->tty)
@@ -222,6 +212,15 @@ static json_t *tty_request(const struct attach_opts *o)
 	const char *term = getenv("TERM");
 	if (req && execframe_term_ok(term))
 		json_object_set_new(req, "term", json_string(term));
+	return req;
+}
+
+json_t *attach_request(const struct attach_opts *o)
+{
+	json_t *req = tty_request(o);
+	/* --rm the gateway's job: a CLI killed on the way cannot delete it. */
+	if (req && o->rm)
+		json_object_set_new(req, "remove", json_true());
 	return req;
 }
 
@@ -243,9 +242,8 @@ int attach_foreground(struct cli *cli, const char *name, const json_t *row,
 						     "Failed", "Deleting", NULL };
 	struct attach a = { .o = o, .records_only = attachable(row) };
 	static struct stopper stop; /* the signal thread outlives this frame */
-	static struct follower f; /* joined before this frame ends, but kept with stop */
+	struct follower f = { .client = cli->client, .a = &a }; /* joined before we return */
 	stop.cli = cli;
-	f = (struct follower){ .client = cli->client, .a = &a };
 	os_error err = { 0 };
 	int rc = CLI_FAIL, code = CLI_FAIL;
 	_cleanup_json_ json_t *end = NULL;
@@ -281,9 +279,8 @@ int attach_foreground(struct cli *cli, const char *name, const json_t *row,
 	     : !json_is_integer(ec) ? CLI_FAIL
 				    : (int)json_integer_value(ec);
 	/* Stopped (Ctrl-C) or Error: no agent ended, so the gateway keeps it. */
-	const char *left = json_string_value(json_object_get(end, "phase"));
-	bool gateway_removes = self_removing && (!left || strcmp(left, "Error") != 0) &&
-			       (!left || strcmp(left, "Stopped") != 0);
+	bool gateway_removes =
+		self_removing && !failed && (!phase || strcmp(phase, "Stopped") != 0);
 	if (o->rm && remove_sandbox(cli, name, !gateway_removes) < 0 && rc == 0)
 		rc = CLI_FAIL;
 out:
