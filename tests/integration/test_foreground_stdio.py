@@ -7,12 +7,14 @@ open does not hold the CLI once the agent is done; a CLI that is killed
 takes the agent with it; nobody else can take the agent's stdio over.
 `sandbox logs` still shows both streams."""
 
+import fcntl
 import hashlib
 import os
 import signal
 import socket
 import struct
 import subprocess
+import termios
 
 import pytest
 
@@ -89,6 +91,18 @@ def test_tty_gives_the_agent_this_terminal(gw):
     assert t.finish() == 9, t.out
     text = t.out.decode(errors="replace")
     assert "/dev/pts/" in text and "31 97" in text and "TERM=xterm-256color" in text, text
+
+
+def test_a_resized_terminal_is_followed(gw):
+    t = Terminal(["sandbox", "create", "-t", "--name", "tty3", "--", "/bin/sh", "-c",
+                  "trap 'stty size; exit 4' WINCH; echo ready; "
+                  "while :; do sleep 0.1; done"], gw.env, rows=31, cols=97)
+    t.read_until(b"ready")
+    # The caller's terminal changes size: the CLI gets SIGWINCH from its
+    # kernel and passes the size on; the agent's terminal then signals it.
+    fcntl.ioctl(t.master, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    t.read_until(b"40 120")
+    assert t.finish() == 4, t.out
 
 
 def test_ctrl_c_with_tty_reaches_the_agent(gw):
