@@ -74,6 +74,16 @@ def test_a_stdin_never_closed_does_not_hold_the_cli(gw):
         p.stdin.close()
 
 
+def test_a_child_holding_stdout_does_not_hold_the_cli(gw):
+    # An agent that leaves a child behind with its stdout open: the sandbox
+    # ends with its pid 1, so the output ends too and the CLI returns.
+    r = create(gw, "--name", "daemon", "--", "/bin/sh", "-c",
+               "sleep 655.5 & echo bye; exit 2", timeout=60)
+    assert (r.returncode, r.stdout) == (2, b"bye\n"), r
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and
+                b"655.5" in open(f"/proc/{p}/cmdline", "rb").read()]
+
+
 def test_without_tty_the_agent_has_no_terminal(gw):
     r = create(gw, "--name", "notty", "--", "/bin/sh", "-c",
                "if test -t 0 || test -t 1 || test -t 2; then echo some-tty; "
