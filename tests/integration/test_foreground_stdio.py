@@ -250,3 +250,15 @@ def test_the_api_checks_attach(gw):
     p.send_signal(signal.SIGINT)
     assert p.wait(timeout=60) == 130
     assert gw.sandbox("fg")["phase"] == "Stopped"
+
+
+def test_a_restart_runs_the_agent_detached(gw):
+    r = create(gw, "--name", "again", "--", "/bin/sh", "-c", "echo run-$$; sleep 0.5")
+    assert r.returncode == 0 and r.stdout.startswith(b"run-"), r
+    gw.cli("sandbox", "start", "again", check=0)
+    # No client waits for a restart: it runs on its log and ends by itself,
+    # well before the 30 s an attached agent would wait for its client.
+    gw.wait_phase("again", "Succeeded", timeout=20)
+    logs = gw.cli("sandbox", "logs", "again", check=0).stdout
+    assert logs.count("run-") == 2, logs[-2000:]
+    assert "no foreground client attached" not in logs
