@@ -1,9 +1,14 @@
-/* attach.c - the foreground `sandbox create` (see attach.h). The output
- * stream is the supervisor's log, where the agent's lines and the
+/* attach.c - the foreground `sandbox create` (see attach.h). The agent's
+ * stdio travel as exec frames (POST .../attach, cli_exec_stream), so its
+ * stdout and stderr stay apart and byte-exact. Beside them the supervisor's
+ * log is followed, where the agent's output (copied there) and the
  * supervisor's own JSON records (and the launcher's "openshell-sandbox:"
- * lines) meet: the records are told apart and kept back (warnings and errors
- * excepted), so a run that works shows only what the agent printed. A signal does not kill the CLI: it asks
- * the gateway to stop the sandbox, and the stream then ends as it does. */
+ * lines) meet: the records are told apart and kept back (warnings and
+ * errors excepted), so a run that works shows only what the agent printed.
+ * A sandbox that cannot be attached (it failed or ended first, or its
+ * driver cannot) is shown from that log alone. A signal does not kill the
+ * CLI: it asks the gateway to stop the sandbox, and the streams then end as
+ * they do. */
 #include "attach.h"
 
 #include <pthread.h>
@@ -13,6 +18,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "execframe.h"
 #include "json.h"
 #include "parse.h"
 
@@ -20,8 +26,19 @@
 
 struct attach {
 	const struct attach_opts *o;
+	bool records_only; /* the agent's output comes attached: drop it here */
 	char *kept[KEPT_MAX];
 	size_t n_kept, dropped;
+};
+
+/* The log, followed on a thread of its own while the agent is attached. */
+struct follower {
+	struct client client; /* a copy: each call has its own connection */
+	char path[512];
+	struct attach *a;
+	os_error err;
+	pthread_t thread;
+	bool running;
 };
 
 struct stopper {
@@ -70,13 +87,16 @@ static int on_line(const char *line, size_t len, void *user)
 	enum line_kind k = kind_of(line, len);
 	if (k == AGENT) {
 		size_t cut = len ? record_start(line, len) : 0;
-		fwrite(line, 1, cut, stdout);
+		if (!a->records_only)
+			fwrite(line, 1, cut, stdout);
 		if (cut < len) {
 			fflush(stdout);
 			return on_line(line + cut, len - cut, user);
 		}
-		putchar('\n');
-		fflush(stdout);
+		if (!a->records_only) {
+			putchar('\n');
+			fflush(stdout);
+		}
 		return 0;
 	}
 	if (a->o->verbose || k == OURS_WARNING) {
@@ -100,6 +120,14 @@ static void show_kept(struct attach *a)
 			a->dropped);
 	for (size_t i = 0; i < a->n_kept; i++)
 		fprintf(stderr, "%s\n", a->kept[i] ? a->kept[i] : "");
+}
+
+static void *follow_log(void *data)
+{
+	struct follower *f = data;
+	if (client_stream_lines(&f->client, f->path, on_line, f->a, &f->err) < 0)
+		fprintf(stderr, "openshell: the supervisor's log: %s\n", f->err.msg);
+	return NULL;
 }
 
 static void *wait_for_signal(void *data)
@@ -130,54 +158,112 @@ static void *wait_for_signal(void *data)
 	return NULL;
 }
 
-/* From here on a signal stops the sandbox instead of the CLI. */
-static int catch_signals(struct stopper *s, const char *name)
+/* From here on a signal stops the sandbox instead of the CLI. SIGWINCH is
+ * blocked while the threads are made, so that only this one takes it: its
+ * poll must wake to pass a terminal's new size on. */
+static int catch_signals(struct stopper *s, const char *name, struct follower *f)
 {
-	sigset_t set;
+	sigset_t set, winch;
 	pthread_t t;
 	snprintf(s->path, sizeof(s->path), "/v1/sandboxes/%s/stop", name);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
+	sigemptyset(&winch);
+	sigaddset(&winch, SIGWINCH);
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0 ||
+	    pthread_sigmask(SIG_BLOCK, &winch, NULL) != 0 ||
 	    pthread_create(&t, NULL, wait_for_signal, s) != 0)
 		return -1;
 	pthread_detach(t);
-	return 0;
+	if (f)
+		f->running = pthread_create(&f->thread, NULL, follow_log, f) == 0;
+	return pthread_sigmask(SIG_UNBLOCK, &winch, NULL) != 0 ? -1 : 0;
 }
 
-static int remove_sandbox(struct cli *cli, const char *name)
+/* ask: send the DELETE (else the gateway deletes it itself: wait only). */
+static int remove_sandbox(struct cli *cli, const char *name, bool ask)
 {
 	char path[512];
 	long status = 0;
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", name);
-	_cleanup_json_ json_t *out = cli_api(cli, "DELETE", path, NULL, &status);
-	if (!out)
+	_cleanup_json_ json_t *out = ask ? cli_api(cli, "DELETE", path, NULL, &status) : NULL;
+	if (ask && !out)
 		return -1;
 	_cleanup_json_ json_t *gone =
 		cli_wait_phase(cli, name, (const char *const[]){ NULL }, true);
 	return gone ? 0 : -1;
 }
 
-int attach_foreground(struct cli *cli, const char *name, const struct attach_opts *o)
+/* The terminal part of the request: its size and TERM with -t. */
+static json_t *tty_request(const struct attach_opts *o)
+{
+	if (!o->tty)
+		return json_pack("{s:b}", "tty", 0);
+	uint16_t rows = 0, cols = 0;
+	cli_win_size(&rows, &cols);
+	json_t *req = json_pack("{s:b}", "tty", 1);
+	/* A size only when there is one: 0 x 0 leaves the terminal's default. */
+	if (req && rows && cols) {
+		json_object_set_new(req, "rows", json_integer(rows));
+		json_object_set_new(req, "cols", json_integer(cols));
+	}
+	const char *term = getenv("TERM");
+	if (req && execframe_term_ok(term))
+		json_object_set_new(req, "term", json_string(term));
+	return req;
+}
+
+json_t *attach_request(const struct attach_opts *o)
+{
+	json_t *req = tty_request(o);
+	/* --rm the gateway's job: a CLI killed on the way cannot delete it. */
+	if (req && o->rm)
+		json_object_set_new(req, "remove", json_true());
+	return req;
+}
+
+/* Whether the settled sandbox waits for this client: Ready (its
+ * supervisor holds the agent's stdio until we come) with attach in its
+ * spec (the driver took it). */
+static bool attachable(const json_t *row)
+{
+	const char *phase = json_string_value(json_object_get(row, "phase"));
+	return phase && !strcmp(phase, "Ready") &&
+	       json_is_object(json_object_get(json_object_get(row, "spec"), "attach"));
+}
+
+int attach_foreground(struct cli *cli, const char *name, const json_t *row,
+		      const struct attach_opts *o)
 {
 	static const char *const over[] = { "Error", "Stopped", "Succeeded", "Failed", NULL };
-	struct attach a = { .o = o };
+	static const char *const over_or_going[] = { "Error",  "Stopped",  "Succeeded",
+						     "Failed", "Deleting", NULL };
+	struct attach a = { .o = o, .records_only = attachable(row) };
 	static struct stopper stop; /* the signal thread outlives this frame */
+	struct follower f = { .client = cli->client, .a = &a }; /* joined before we return */
 	stop.cli = cli;
-	char path[512];
 	os_error err = { 0 };
-	int rc = CLI_FAIL;
+	int rc = CLI_FAIL, code = CLI_FAIL;
 	_cleanup_json_ json_t *end = NULL;
-	if (catch_signals(&stop, name) < 0)
+	snprintf(f.path, sizeof(f.path), "/v1/sandboxes/%s/logs?follow=1", name);
+	if (catch_signals(&stop, name, a.records_only ? &f : NULL) < 0)
 		return cli_fail("cannot watch for Ctrl-C");
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/logs?follow=1", name);
-	if (client_stream_lines(&cli->client, path, on_line, &a, &err) < 0) {
+	if (a.records_only)
+		code = cli_exec_stream(cli, name, "attach", "{}", o->tty);
+	else if (client_stream_lines(&cli->client, f.path, on_line, &a, &err) < 0) {
 		cli_fail("%s", err.msg);
 		goto out;
 	}
-	if (!(end = cli_wait_phase(cli, name, over, false)))
+	/* With --rm an attached sandbox is deleted by the gateway as its agent
+	 * ends: gone (or going) is over too, and its status came attached. */
+	bool self_removing = a.records_only && o->rm;
+	end = cli_wait_phase(cli, name, self_removing ? over_or_going : over, self_removing);
+	if (f.running)
+		pthread_join(f.thread, NULL); /* the log ends with the sandbox */
+	f.running = false;
+	if (!end)
 		goto out;
 	const char *phase = json_string_value(json_object_get(end, "phase"));
 	bool failed = phase && !strcmp(phase, "Error");
@@ -187,12 +273,19 @@ int attach_foreground(struct cli *cli, const char *name, const struct attach_opt
 		cli_fail("sandbox %s: %s", name,
 			 str_or(json_string_value(json_object_get(end, "message")), "failed"));
 	const json_t *ec = json_object_get(end, "exit_code");
-	rc = stop.fired			      ? 130
-	     : failed || !json_is_integer(ec) ? CLI_FAIL
-					      : (int)json_integer_value(ec);
-	if (o->rm && remove_sandbox(cli, name) < 0 && rc == 0)
+	rc = stop.fired		    ? 130
+	     : failed		    ? CLI_FAIL
+	     : a.records_only	    ? code /* the status the attached stream ended with */
+	     : !json_is_integer(ec) ? CLI_FAIL
+				    : (int)json_integer_value(ec);
+	/* Stopped (Ctrl-C) or Error: no agent ended, so the gateway keeps it. */
+	bool gateway_removes =
+		self_removing && !failed && (!phase || strcmp(phase, "Stopped") != 0);
+	if (o->rm && remove_sandbox(cli, name, !gateway_removes) < 0 && rc == 0)
 		rc = CLI_FAIL;
 out:
+	if (f.running)
+		pthread_join(f.thread, NULL);
 	for (size_t i = 0; i < a.n_kept; i++)
 		free(a.kept[i]);
 	return rc;

@@ -70,6 +70,15 @@ int cmd_upload(struct cli *cli, int argc, char **argv);
 int cmd_download(struct cli *cli, int argc, char **argv);
 /* cmd_forward.c: sandbox port-forward. */
 int cmd_port_forward(struct cli *cli, int argc, char **argv);
+/* One framed session (docs/exec.md) on POST /v1/sandboxes/NAME/ACTION
+ * ("exec", or "attach" for a foreground create's agent) with body: stdin
+ * forwarded, stdout and stderr apart, with tty the terminal raw and its
+ * size followed. The command's exit code; 125 when it could not start, 1
+ * when the connection was lost (said on stderr). */
+/* The caller's terminal size (stdin's, else stdout's); 0 x 0 without one. */
+void cli_win_size(uint16_t *rows, uint16_t *cols);
+int cli_exec_stream(struct cli *cli, const char *name, const char *action, const char *body,
+		    bool tty);
 int cmd_policy(struct cli *cli, int argc, char **argv);
 /* Polls revision rev of the policies at path until it is no longer pending:
  * CLI_OK loaded, CLI_FAIL failed, CLI_TIMEOUT after timeout_s. */

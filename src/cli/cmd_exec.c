@@ -27,6 +27,8 @@
 
 #define EXIT_NOT_STARTED 125
 #define HEAD_MAX 65536
+/* Frames on their way to the gateway: one stdin chunk, a resize, an EOF. */
+#define OUT_MAX (65536 + 3 * EXECFRAME_HEAD + 64)
 
 static volatile sig_atomic_t winch;
 
@@ -57,7 +59,7 @@ static void term_restore(struct term *t)
 		tcsetattr(STDIN_FILENO, TCSANOW, &t->saved);
 }
 
-static void win_size(uint16_t *rows, uint16_t *cols)
+void cli_win_size(uint16_t *rows, uint16_t *cols)
 {
 	struct winsize ws = { 0 };
 	if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0)
@@ -129,55 +131,81 @@ static int lost(struct pump_end *e, const char *detail)
 			 detail[0] ? ": " : "", detail);
 }
 
+/* Sends what out holds as far as the socket takes it now. */
+static int flush_out(struct tls_stream *s, struct buf *out, os_error *err)
+{
+	while (out->len > 0) {
+		ssize_t n = tls_stream_write_some(s, out->data, out->len, err);
+		if (n <= 0)
+			return (int)n;
+		buf_consume(out, (size_t)n);
+	}
+	return 0;
+}
+
+/* Both directions at once on a non-blocking socket: stdin is read only
+ * while what it gave is sent, and the socket is always read. A blocking
+ * write of stdin would deadlock against a command whose output fills the
+ * gateway's buffer towards us while we are not reading it. */
 static int pump(struct tls_stream *s, struct buf *in, bool tty, struct pump_end *e)
 {
 	os_error err = { 0 };
 	bool stdin_open = true;
 	char chunk[65536];
-	for (;;) {
-		int code = take_frames(in, e);
-		if (code >= 0)
-			return code;
+	struct buf out;
+	buf_init(&out, OUT_MAX);
+	int code = -1;
+	fd_set_nonblock(s->fd, true, NULL);
+	while ((code = take_frames(in, e)) < 0) {
 		if (winch && tty) {
 			winch = 0;
 			uint16_t r, c;
-			win_size(&r, &c);
-			struct buf b;
-			buf_init(&b, 64);
-			execframe_put_resize(&b, r, c, NULL);
-			tls_stream_write_all(s, b.data, b.len, NULL);
-			buf_free(&b);
+			cli_win_size(&r, &c);
+			execframe_put_resize(&out, r, c, NULL);
 		}
-		struct pollfd pf[2] = { { .fd = s->fd, .events = POLLIN },
-					{ .fd = stdin_open ? STDIN_FILENO : -1,
-					  .events = POLLIN } };
+		if (flush_out(s, &out, &err) < 0) {
+			code = lost(e, err.msg);
+			break;
+		}
+		struct pollfd pf[2] = {
+			{ .fd = s->fd, .events = POLLIN | (out.len ? POLLOUT : 0) },
+			{ .fd = stdin_open && out.len == 0 ? STDIN_FILENO : -1, .events = POLLIN },
+		};
 		bool pending = tls_stream_pending(s); /* decrypted already: poll cannot see it */
 		if (poll(pf, 2, pending ? 0 : -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			return pump_fail(e, CLI_FAIL, "exec: poll: %s", strerror(errno));
+			code = pump_fail(e, CLI_FAIL, "exec: poll: %s", strerror(errno));
+			break;
 		}
 		if (pf[1].revents) {
 			ssize_t r = read(STDIN_FILENO, chunk, sizeof chunk);
 			if (r < 0 && errno == EINTR)
 				continue;
-			if (r > 0 && relay_send_frame(s, EXECFRAME_STDIN, chunk, (size_t)r) < 0)
-				return lost(e, "");
+			if (r > 0)
+				execframe_put(&out, EXECFRAME_STDIN, chunk, (size_t)r, NULL);
 			if (r <= 0) {
 				stdin_open = false;
-				relay_send_frame(s, EXECFRAME_STDIN_EOF, NULL, 0);
+				execframe_put(&out, EXECFRAME_STDIN_EOF, NULL, 0, NULL);
 			}
 		}
-		if (pf[0].revents || pending) {
+		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR) || pending) {
 			ssize_t r = tls_stream_read(s, chunk, sizeof chunk, &err);
 			if (r < 0 && (err.code == EINTR || err.code == EAGAIN))
 				continue;
-			if (r <= 0)
-				return lost(e, r < 0 ? err.msg : "");
-			if (buf_append(in, chunk, (size_t)r, NULL) < 0)
-				return pump_fail(e, CLI_FAIL, "exec: frame over the size limit");
+			if (r <= 0) {
+				code = lost(e, r < 0 ? err.msg : "");
+				break;
+			}
+			if (buf_append(in, chunk, (size_t)r, NULL) < 0) {
+				code = pump_fail(e, CLI_FAIL, "exec: frame over the size limit");
+				break;
+			}
 		}
 	}
+	fd_set_nonblock(s->fd, false, NULL);
+	buf_free(&out);
+	return code;
 }
 
 /* Says how the session ended when the status alone would not, then
@@ -213,7 +241,7 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 		return CLI_USAGE;
 	uint16_t rows = 0, cols = 0;
 	if (tty)
-		win_size(&rows, &cols);
+		cli_win_size(&rows, &cols);
 	_cleanup_json_ json_t *body = json_pack("{s:O, s:b, s:i, s:i}", "command", command, "tty",
 						tty, "rows", rows, "cols", cols);
 	/* With a tty the command draws for this terminal: its TERM goes along
@@ -224,10 +252,19 @@ static int run_exec(struct cli *cli, const char *name, json_t *command, bool tty
 	_cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	if (!text)
 		return cli_fail("exec: out of memory");
+	return cli_exec_stream(cli, name, "exec", text, tty);
+}
+
+int cli_exec_stream(struct cli *cli, const char *name, const char *action, const char *body,
+		    bool tty)
+{
+	char seg[256];
+	if (cli_segment(seg, sizeof seg, name) < 0)
+		return CLI_USAGE;
 	struct tls_stream s = { .fd = -1 };
 	struct buf in;
 	buf_init(&in, EXECFRAME_MAX_PAYLOAD + HEAD_MAX);
-	int rc = relay_open(cli, name, seg, "exec", text, &s, &in);
+	int rc = relay_open(cli, name, seg, action, body, &s, &in);
 	if (rc != 0) {
 		buf_free(&in);
 		return rc;

@@ -123,6 +123,14 @@ static int create_body(int argc, char **argv, json_t *body, bool *detach, struct
 			fg->rm |= a[2] == 'r';
 			continue;
 		}
+		/* As docker users type it; stdin is always forwarded, so -i only
+		 * says so. */
+		bool tty = !strcmp(a, "--tty") || !strcmp(a, "-t") || !strcmp(a, "-it") ||
+			   !strcmp(a, "-ti");
+		if (tty || !strcmp(a, "--interactive") || !strcmp(a, "-i")) {
+			fg->tty |= tty;
+			continue;
+		}
 		if (!v)
 			return cli_usage("%s: missing value", a);
 		i++;
@@ -196,6 +204,11 @@ static int create(struct cli *cli, int argc, char **argv)
 	if (detach && fg.rm)
 		return cli_usage("sandbox create: --rm deletes the sandbox when its agent ends, "
 				 "which --detach does not wait for");
+	if (detach && fg.tty)
+		return cli_usage("sandbox create: --tty gives the agent this terminal, which "
+				 "--detach leaves (use `openshell sandbox connect` later)");
+	if (!detach) /* the agent's own stdio, for this client to attach to */
+		json_object_set_new(body, "attach", attach_request(&fg));
 	if (!(made = cli_create_call(cli, body, &created)))
 		return CLI_FAIL;
 	const char *name = json_string_value(json_object_get(made, "name"));
@@ -204,7 +217,7 @@ static int create(struct cli *cli, int argc, char **argv)
 	/* Ready, or already over (the agent finished, or setting up failed): the
 	 * foreground run shows its output either way. */
 	if (!detach)
-		return attach_foreground(cli, name, &fg);
+		return attach_foreground(cli, name, row, &fg);
 	print_sandbox(cli, row);
 	if (!phase_in(row, (const char *const[]){ "Ready", NULL }))
 		return cli_fail("sandbox %s did not become Ready: %s", name,

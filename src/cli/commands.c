@@ -26,14 +26,16 @@
 static const struct cli_command commands[] = {
 	{ "sandbox", "create",
 	  "[--name N] [--policy F] [--provider P]... [--env K=V]... [--label K=V]... "
-	  "[--runtime-class C] [--image I] [--detach | --rm] [-v] [-- CMD...]",
-	  "create a sandbox and run its agent in the foreground: its output on stdout, its "
-	  "exit code ours, Ctrl-C stops it; --detach leaves it running, --rm deletes it "
-	  "when the agent ends, -v shows the supervisor's messages (shown anyway on failure)",
+	  "[--runtime-class C] [--image I] [--detach | --rm] [-i] [-t] [-v] [-- CMD...]",
+	  "create a sandbox and run its agent in the foreground: its stdout on stdout, its "
+	  "stderr on stderr, stdin forwarded (-t: a terminal), its exit code ours, Ctrl-C "
+	  "stops it; --detach leaves it running, --rm deletes it when the agent ends, -v "
+	  "shows the supervisor's messages (shown anyway on failure)",
 	  FLAGS({ "--name", 0, true }, { "--policy", 0, true }, { "--provider", 0, true },
 		{ "--env", 0, true }, { "--label", 0, true }, { "--runtime-class", 0, true },
 		{ "--image", 0, true }, { "--detach", 'd', false }, { "--rm", 0, false },
-		{ "--verbose", 'v', false }),
+		{ "--verbose", 'v', false }, { "--tty", 't', false },
+		{ "--interactive", 'i', false }),
 	  false },
 	{ "sandbox", "list", "[--watch]", "the sandboxes; --watch: changes as they happen",
 	  FLAGS({ "--watch", 'w', false }), false },

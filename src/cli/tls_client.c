@@ -200,6 +200,29 @@ int tls_stream_write_all(struct tls_stream *s, const void *buf, size_t len, os_e
 	return 0;
 }
 
+ssize_t tls_stream_write_some(struct tls_stream *s, const void *buf, size_t len, os_error *err)
+{
+	char why[512];
+	if (!s->ssl) {
+		ssize_t n = write(s->fd, buf, len);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		return n < 0 ? os_error_errno(err, "writing to the gateway") : n;
+	}
+	/* The caller's buffer moves as it is consumed; what was refused is
+	 * offered again from its new place. */
+	SSL_set_mode(s->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	size_t done = 0;
+	ERR_clear_error();
+	int r = SSL_write_ex(s->ssl, buf, len, &done);
+	if (r == 1)
+		return (ssize_t)done;
+	int e = SSL_get_error(s->ssl, r);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		return 0;
+	return tls_error(err, s->settings, "the gateway", ssl_detail(NULL, why, sizeof why));
+}
+
 bool tls_stream_pending(const struct tls_stream *s)
 {
 	return s->ssl && SSL_pending(s->ssl) > 0;

@@ -39,6 +39,10 @@ int tls_stream_start(struct tls_stream *s, int fd, const struct tls_settings *t,
  * update) come back as -1 with err->code EAGAIN: read again after poll. */
 ssize_t tls_stream_read(struct tls_stream *s, void *buf, size_t len, os_error *err);
 int tls_stream_write_all(struct tls_stream *s, const void *buf, size_t len, os_error *err);
+/* For a non-blocking fd: writes what fits of buf now. > 0 bytes written,
+ * 0 when nothing could go (poll for POLLOUT, and call again with the same
+ * bytes first), -1 with err. */
+ssize_t tls_stream_write_some(struct tls_stream *s, const void *buf, size_t len, os_error *err);
 /* Decrypted bytes are waiting that poll() cannot see. */
 bool tls_stream_pending(const struct tls_stream *s);
 /* Sends close_notify and frees the TLS state; does not close fd. */

@@ -14,6 +14,10 @@
  *       "env": {"K": "V"},           optional; may not touch proxy/OpenShell vars
  *       "labels": {"k": "v"},        optional; may not use openshell.ai/ keys
  *       "resources": {"cpu": "500m", "memory": "1Gi"}   optional
+ *       "attach": {"tty": B, "rows": N, "cols": N, "term": T, "remove": B}
+ *                                    optional; only to a driver with
+ *                                    ops->attach (remove: the gateway deletes
+ *                                    the sandbox when its agent ends)
  *     },
  *     "policy": {                    optional; absent: nothing may leave
  *       "restricts_binaries": true,  summary the gateway computed
@@ -115,6 +119,11 @@ struct driver_ops {
 	 * ends). For drivers whose logs are not files in the state directory. */
 	int (*logs)(struct driver *d, const json_t *record, bool audit, bool follow, int *fd,
 		    os_error *err);
+	/* True when spec.attach (a foreground create: {"tty", "rows", "cols",
+	 * "term"}) is honoured: the agent's first run starts on stdio that one
+	 * client attaches to (POST /v1/sandboxes/NAME/attach). The gateway
+	 * passes spec.attach only to such a driver. */
+	bool attach;
 };
 
 #define DRIVER_DISPATCH_EVENT 1u

@@ -4,6 +4,9 @@
  *        {"command": [...], "tty": B, "rows": N, "cols": N, "term": T}
  *   POST /v1/sandboxes/NAME/upload | /download   {"path": P}
  *   POST /v1/sandboxes/NAME/port-forward          {"port": N}
+ *   POST /v1/sandboxes/NAME/attach   (body empty or {}): a foreground
+ *        create's agent, its own stdio, which its supervisor holds for
+ *        this one client (docs/exec.md "Foreground create")
  *        -> the request goes to the sandbox's supervisor on its session,
  *           and this connection waits for the relay (exec.c);
  *   POST /v1/supervisor/sandboxes/ID/exec/EXEC_ID   (that sandbox's token)
@@ -46,17 +49,36 @@ static int check_command(const json_t *cmd, struct api_response *resp)
 static bool relay_request(struct gateway *gw, const json_t *row, json_t *msg_taken,
 			  const char *what, struct api_response *resp);
 
+/* The attach message: the agent's stdio were made when it started (its
+ * terminal too), so the body is empty or {}. */
+static bool attach_request(struct gateway *gw, const struct api_request *req, const json_t *row,
+			   struct api_response *resp)
+{
+	static const char *const keys[] = { NULL };
+	if (req->body_len > 0) {
+		_cleanup_json_ json_t *body = api_body(req, keys, resp);
+		if (!body)
+			return true;
+	}
+	return relay_request(gw, row, json_pack("{s:s, s:b}", "type", "exec", "agent", 1), "attach",
+			     resp);
+}
+
 bool api_exec_route(struct gateway *gw, const struct api_request *req, const json_t *row,
-		    struct api_response *resp)
+		    bool agent, struct api_response *resp)
 {
 	static const char *const keys[] = { "command", "tty", "rows", "cols", "term", NULL };
+	const char *route = agent ? "attach" : "exec";
 	if (strcmp(req->method, "POST") != 0)
-		return api_error(resp, 405, "method_not_allowed", "exec takes POST"), true;
+		return api_error(resp, 405, "method_not_allowed", "%s takes POST", route), true;
 	if (!req->upgrade_exec)
 		return api_error(resp, 400, "upgrade_required",
-				 "exec needs \"Upgrade: openshell-exec\" and \"Connection: "
-				 "Upgrade\" (use `openshell sandbox exec`)"),
+				 "%s needs \"Upgrade: openshell-exec\" and \"Connection: "
+				 "Upgrade\" (use `openshell sandbox %s`)",
+				 route, agent ? "create" : "exec"),
 		       true;
+	if (agent)
+		return attach_request(gw, req, row, resp);
 	_cleanup_json_ json_t *body = api_body(req, keys, resp);
 	if (!body)
 		return true;

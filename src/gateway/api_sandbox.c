@@ -150,16 +150,20 @@ int api_check_policy(const char *yaml, os_error *err)
 	return -1;
 }
 
-static json_t *driver_request(const json_t *body, const char *id, const char *name)
+static json_t *driver_request(const struct gateway *gw, const json_t *body, const char *id,
+			      const char *name)
 {
 	json_t *spec = json_object();
 	/* The caller's fields a driver validates (driver.h "spec"); a driver
 	 * refuses what it cannot honour (the local one: image, resources). */
 	static const char *const keys[] = { "command", "env",	    "labels",
-					    "image",   "resources", "runtime_class_name" };
+					    "image",   "resources", "runtime_class_name",
+					    "attach" };
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
 		json_t *v = json_object_get(body, keys[i]);
-		if (v)
+		/* A foreground create is a wish: where the driver cannot attach
+		 * its agent, it runs as before (the view's spec says which). */
+		if (v && (strcmp(keys[i], "attach") != 0 || gw->driver->ops->attach))
 			json_object_set(spec, keys[i], v);
 	}
 	if (!json_object_get(spec, "command"))
@@ -240,6 +244,7 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 					    "policy",
 					    "providers",
 					    "client_request_id",
+					    "attach",
 					    NULL };
 	_cleanup_json_ json_t *body = api_body(req, keys, resp), *record = NULL, *row = NULL,
 			      *dreq = NULL, *taken = NULL;
@@ -283,7 +288,7 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 		api_fail(resp, &err);
 		return;
 	}
-	dreq = driver_request(body, id, name);
+	dreq = driver_request(gw, body, id, name);
 	/* The validated policy travels with the request: a driver that places the
 	 * supervisor itself (kubernetes) starts it with this policy. */
 	if (dreq)
@@ -460,8 +465,8 @@ bool api_sandbox_route(struct gateway *gw, const struct api_request *req, char *
 		act(gw, req, row, parts[2], resp);
 	else if (n == 3 && !strcmp(m, "GET") && !strcmp(parts[2], "logs"))
 		logs(gw, req, row, resp);
-	else if (n == 3 && !strcmp(parts[2], "exec"))
-		api_exec_route(gw, req, row, resp);
+	else if (n == 3 && (!strcmp(parts[2], "exec") || !strcmp(parts[2], "attach")))
+		api_exec_route(gw, req, row, !strcmp(parts[2], "attach"), resp);
 	else if (n == 3 && (!strcmp(parts[2], "upload") || !strcmp(parts[2], "download")))
 		api_transfer_route(gw, req, row, !strcmp(parts[2], "upload"), resp);
 	else if (n == 3 && !strcmp(parts[2], "port-forward"))

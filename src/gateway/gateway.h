@@ -206,8 +206,9 @@ int exec_attach(struct gateway *gw, const char *sandbox, const char *exec_id, st
 void exec_forget(struct gateway *gw, struct conn *c);
 void execs_free(struct gateway *gw);
 /* api_exec.c: POST /v1/sandboxes/NAME/exec and the relay's attach route. */
+/* agent: POST .../attach, the agent's own stdio (a foreground create), else exec. */
 bool api_exec_route(struct gateway *gw, const struct api_request *req, const json_t *row,
-		    struct api_response *resp);
+		    bool agent, struct api_response *resp);
 /* POST /v1/sandboxes/NAME/upload, /download and /port-forward: relayed
  * like exec (docs/files.md). */
 #define TRANSFER_PATH_MAX 4096

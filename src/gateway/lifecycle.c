@@ -220,6 +220,15 @@ static void drive_session(struct gateway *gw, json_t *row)
 	}
 }
 
+/* A foreground create with --rm whose driver attached it (spec.attach.remove):
+ * deleted here when its agent ends, so that a client killed on the way
+ * (which cannot delete it any more) leaves nothing behind. */
+static bool removes_itself(const json_t *row)
+{
+	const json_t *spec = json_object_get(json_object_get(row, "record"), "spec");
+	return json_is_true(json_object_get(json_object_get(spec, "attach"), "remove"));
+}
+
 /* desired = running: follow the driver; re-issue a create the crash interrupted. */
 static void drive_running(struct gateway *gw, json_t *row, const json_t *st)
 {
@@ -247,6 +256,11 @@ static void drive_running(struct gateway *gw, json_t *row, const json_t *st)
 		save(gw, row, NULL);
 		if (!session)
 			settle_policies(gw, row, st, false);
+		if (agent && removes_itself(row)) {
+			log_info("sandbox %s: its agent ended; deleting it (--rm)",
+				 str(row, "name"));
+			lifecycle_act(gw, row, "delete", &err);
+		}
 	} else if (!strcmp(dp, "Stopped") && json_is_true(json_object_get(st, "absent"))) {
 		if (!storage_note(gw, str(row, "id")))
 			log_info("sandbox %s: never started (interrupted create): starting it now",

@@ -6,6 +6,7 @@
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 
+#include "exec.h"
 #include "log.h"
 
 static void on_agent_exit(struct loop *l, struct loop_io *w, int fd, unsigned ev, void *data)
@@ -18,6 +19,9 @@ static void on_agent_exit(struct loop *l, struct loop_io *w, int fd, unsigned ev
 		r->failed = true;
 	}
 	backend_dispatch(r->inst, &err); /* last bypass records */
+	/* A foreground client still to be handed the status: it ends the run. */
+	if (r->attach && !r->failed && exec_attach_agent_exited(r->attach, exit_status_code(r)))
+		return;
 	loop_stop(l);
 }
 

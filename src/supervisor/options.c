@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "egress_proxy.h"
+#include "execframe.h"
 #include "parse.h"
 #include "selfpath.h"
 
@@ -22,6 +23,7 @@ static const char usage_text[] =
 	" -- CMD [ARG...]\n"
 	"         [--gateway unix:/PATH|http://HOST:PORT|https://HOST:PORT"
 	" --token-file FILE [--gateway-ca FILE]]\n"
+	"         [--attach pipes|tty [--attach-rows N --attach-cols N] [--attach-term T]]\n"
 	"       split: --split-key FILE --split-control-port N [--split-mode local|pod]\n"
 	"         [--split-listen IP] [--split-advertise IP] [--split-confirm-timeout "
 	"MS]\n";
@@ -124,6 +126,23 @@ static int set_checked_flag(struct sup_options *o, const char *a, const char *v,
 		/* Never root, never a system account's range. */
 		if (parse_u64_str(v, 1000, INT32_MAX, &o->sandbox_uid, err) < 0)
 			return os_error_prefix(err, "%s", a);
+	} else if (strcmp(a, "--attach") == 0) {
+		if (strcmp(v, "pipes") != 0 && strcmp(v, "tty") != 0)
+			return os_error_set(err, EINVAL,
+					    "--attach: expected pipes or tty, got \"%s\"", v);
+		o->attach.on = true;
+		o->attach.tty = strcmp(v, "tty") == 0;
+	} else if (strcmp(a, "--attach-rows") == 0 || strcmp(a, "--attach-cols") == 0) {
+		if (parse_u64_str(v, 1, 65535, &n, err) < 0)
+			return os_error_prefix(err, "%s", a);
+		*(a[9] == 'r' ? &o->attach.rows : &o->attach.cols) = (uint16_t)n;
+	} else if (strcmp(a, "--attach-term") == 0) {
+		if (!execframe_term_ok(v))
+			return os_error_set(err, EINVAL,
+					    "--attach-term: expected a terminal type of 1..%d "
+					    "characters of [A-Za-z0-9.+_-]",
+					    EXECFRAME_TERM_MAX);
+		o->attach.term = v;
 	} else if (strcmp(a, "--max-processes") == 0) {
 		if (parse_u64_str(v, 1, 1u << 22, &o->max_processes, err) < 0)
 			return os_error_prefix(err, "%s", a);
@@ -160,6 +179,14 @@ static int finish(struct sup_options *o, os_error *err)
 		o->desc.transparent_ports[1] = 443;
 		o->desc.n_transparent_ports = 2;
 	}
+	if ((o->attach.rows || o->attach.cols || o->attach.term) && !o->attach.tty)
+		return os_error_set(
+			err, EINVAL,
+			"--attach-rows, --attach-cols and --attach-term need --attach tty");
+	if (o->attach.on && !o->gateway_url)
+		return os_error_set(err, EINVAL,
+				    "--attach needs --gateway: its client attaches through the "
+				    "gateway");
 	o->egress.sandbox_id = o->desc.sandbox_id;
 	o->egress.audit_log = o->audit_log;
 	if (!o->egress.run_dir) {

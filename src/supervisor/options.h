@@ -5,6 +5,7 @@
 #define OS_SUPERVISOR_OPTIONS_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -24,6 +25,14 @@ struct sup_options {
 	const char *gateway_url, *token_file; /* session with the gateway, or NULL */
 	const char *gateway_ca; /* https: CA that signed the gateway's certificate */
 	bool transparent_set; /* --transparent-ports given (else 80,443) */
+	/* --attach: a foreground create. The agent's stdio are pipes (or, with
+	 * tty, a terminal of rows x cols whose TERM is term) that one client
+	 * attaches to through the gateway (exec/exec.h, exec_attach.c). */
+	struct {
+		bool on, tty;
+		uint16_t rows, cols;
+		const char *term;
+	} attach;
 	char run_dir_buf[PATH_MAX];
 	char launcher_buf[PATH_MAX];
 };

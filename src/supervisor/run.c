@@ -15,6 +15,7 @@
 #include "egress.h"
 #include "exec.h"
 #include "exit_status.h"
+#include "foreground.h"
 #include "json.h"
 #include "launch_spec.h"
 #include "sandbox_limits.h"
@@ -94,10 +95,11 @@ static int agent_up(const struct sup_options *o, struct sup_run *r, backend_read
 		return os_error_prefix(err, "building the launch spec");
 	if (guards_apply(&r->guards, cg, *spec, err) < 0)
 		return -1;
-	if (backend_start_agent(ready, *spec, running, err) < 0)
+	if (foreground_prepare(o, r, ready, *spec, err) < 0 ||
+	    backend_start_agent(ready, *spec, running, err) < 0)
 		return -1;
 	r->running = running;
-	return 0;
+	return foreground_started(r, err);
 }
 
 /* Caller identity is rooted at a local process: the launcher we forked, or
@@ -145,6 +147,7 @@ static void teardown(struct sup_run *r, struct sandbox_cgroups *cg)
 {
 	backend_teardown(&r->inst); /* kills the agent if still running */
 	exec_service_free(r->exec); /* kills relays still running */
+	exec_attach_free(r->attach);
 	limits_release(cg); /* last: anything still in the sandbox's cgroups is killed */
 	guards_release(&r->guards);
 	gw_session_free(r->gateway);

@@ -17,6 +17,7 @@
 struct egress;
 struct gw_session;
 struct exec_service;
+struct exec_attach;
 
 /* Everything the running supervisor waits on. */
 struct sup_run {
@@ -27,6 +28,7 @@ struct sup_run {
 	struct gw_session *gateway;
 	struct exec_service *exec; /* sandbox exec, once the agent runs */
 	struct sandbox_guards guards;
+	struct exec_attach *attach; /* a foreground create's stdio (--attach), or NULL */
 	int status; /* the agent's wait status (or 128+signal << 8) */
 	bool stopped_by_signal;
 	bool failed; /* the agent's end could not be collected */

@@ -54,5 +54,6 @@ int session_wiring_exec(const struct sup_options *o, struct sup_run *r, const js
 	if (exec_service_new(&h, &r->exec, err) < 0)
 		return -1;
 	exec_service_set_session(r->exec, r->gateway);
+	exec_service_set_attach(r->exec, r->attach);
 	return 0;
 }

@@ -5,15 +5,13 @@ return the cursor); a sandbox deleted or stopped under a session says so
 instead of "connection lost". The API refuses a TERM it would not pass on."""
 
 import os
-import pty
-import select
 import signal
 import subprocess
-import time
 
 import pytest
 
 from tests.lib import build
+from tests.lib.cli_terminal import Terminal
 from tests.lib.gateway_util import CLI, wait_for
 
 pytestmark = build.needs("openshell", "openshell-gateway", "openshell-supervisor",
@@ -38,45 +36,6 @@ def box(gw):
     r = gw.cli("sandbox", "create", "--name", "box", "--detach", "--", "sleep", "600")
     assert r.returncode == 0, (r.stdout, r.stderr)
     return gw
-
-
-class Terminal:
-    """The CLI on a pty of its own, as a person's terminal runs it."""
-
-    def __init__(self, argv, env):
-        self.pid, self.master = pty.fork()
-        if self.pid == 0:
-            os.execve(CLI, [CLI, *argv], env)
-        self.out = b""
-
-    def type(self, text):
-        os.write(self.master, text.encode())
-
-    def _read(self, until, timeout=30):
-        """Reads until until() holds, the pty closes, or timeout."""
-        deadline = time.monotonic() + timeout
-        while not until() and time.monotonic() < deadline:
-            ready, _, _ = select.select([self.master], [], [], 1)
-            if not ready:
-                continue
-            try:
-                chunk = os.read(self.master, 4096)
-            except OSError:  # EIO: the CLI and its terminal are gone
-                return
-            if not chunk:
-                return
-            self.out += chunk
-
-    def read_until(self, marker, timeout=30):
-        self._read(lambda: marker in self.out, timeout)
-        assert marker in self.out, self.out
-        return self.out
-
-    def finish(self):
-        self._read(lambda: False)
-        _, status = os.waitpid(self.pid, 0)
-        os.close(self.master)
-        return os.WEXITSTATUS(status)
 
 
 def test_connect_passes_the_callers_term(box):

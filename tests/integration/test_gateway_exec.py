@@ -295,3 +295,25 @@ def test_a_running_exec_holds_none_of_the_supervisors_descriptors(gw):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_more_execs_than_relay_slots_are_refused_and_the_supervisor_lives(gw):
+    # A client that opens exec after exec until the supervisor's relay table
+    # is full: the one past it is told why (125), not written past the table.
+    ps = [subprocess.Popen([CLI, "sandbox", "exec", "box", "--", "/bin/sleep", "644.5"],
+                           env=gw.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL) for _ in range(32)]
+    try:
+        wait_for(lambda: len(processes_with("644.5")) == 32, 90, what="32 exec'd sleeps")
+        for _ in range(3):
+            r = gw.cli("sandbox", "exec", "box", "--", "/bin/true")
+            assert r.returncode == 125 and "too many exec sessions" in r.stderr, r
+    finally:
+        for p in ps:
+            p.kill()
+            p.wait()
+    wait_for(lambda: not processes_with("644.5"), 30, what="the sleeps gone with their clients")
+    # The supervisor is whole: the next exec runs (positive control).
+    wait_for(lambda: gw.cli("sandbox", "exec", "box", "--", "/bin/echo", "alive").stdout ==
+             "alive\n", 30, what="an exec after the flood")
+    assert gw.sandbox("box")["phase"] == "Ready"

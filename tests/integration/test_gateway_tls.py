@@ -181,6 +181,14 @@ def test_mtls_cli_lists_creates_and_execs(mtls_gw, pki):
     r = exec_("sha256sum | cut -d' ' -f1; yes | head -c 3000000", stdin=blob)
     assert r.returncode == 0, r.stderr
     assert r.stdout == hashlib.sha256(blob).hexdigest().encode() + b"\n" + b"y\n" * 1500000
+    # A foreground create's attached stdio over TLS: stdin and stdout at once
+    # (cat), so the CLI's non-blocking TLS writes meet reads all the way.
+    blob = os.urandom(4 << 20)
+    r = subprocess.run([CLI, "sandbox", "create", "--name", "tlsfg", "--policy",
+                        mtls_gw.exec_policy, "--", "cat"], env=dict(mtls_gw.env, **env),
+                       input=blob, capture_output=True, timeout=120)
+    assert (r.returncode, r.stdout == blob) == (0, True), (r.returncode, len(r.stdout),
+                                                           r.stderr[-500:])
     # The same exec without a client certificate never reaches the sandbox.
     r = mtls_gw.cli("sandbox", "exec", "tlsbox", "--", "/bin/true",
                     env=tls_env(mtls_gw, ca=pki["ca.pem"]))

@@ -211,6 +211,27 @@ static void test_known_messages_are_checked_field_by_field(void **state)
 	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
 		   "\"argv\":[\"x\"],\"tty\":true,\"term\":7}\n",
 		   -1, "term");
+	/* agent: the agent's own stdio, set up when it started; nothing of a
+	 * command may ride along (a gateway cannot turn an attach into a run). */
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"agent\":true}\n",
+		   0, NULL);
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"agent\":true,\"argv\":[\"/bin/sh\"]}\n",
+		   -1, "agent");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"agent\":true,\"tty\":true}\n",
+		   -1, "agent");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"agent\":true,\"rows\":3}\n",
+		   -1, "agent");
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"agent\":\"yes\"}\n",
+		   -1, "agent");
+	/* Without agent, argv is still required (positive control of the rule). */
+	check_line("{\"type\":\"exec\",\"id\":\"00112233445566778899aabbccddeeff\","
+		   "\"agent\":false}\n",
+		   -1, "argv");
 }
 
 #define ID "\"id\":\"00112233445566778899aabbccddeeff\""

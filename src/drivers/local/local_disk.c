@@ -233,4 +233,5 @@ void local_probe_caps(const char *supervisor, struct local_caps *caps)
 	caps->gateway = knows_flag(supervisor, "--gateway");
 	caps->run_dir = knows_flag(supervisor, "--run-dir");
 	caps->host_gateway = knows_flag(supervisor, "--host-gateway");
+	caps->attach = knows_flag(supervisor, "--attach");
 }

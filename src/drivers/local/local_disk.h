@@ -43,7 +43,7 @@ int64_t local_audit_policy(const char *audit_path, json_t **last);
 
 /* Flags the supervisor's usage text advertises ("--policy", ...). */
 struct local_caps {
-	bool policy, credentials, inference, workdir, env, gateway, run_dir, host_gateway;
+	bool policy, credentials, inference, workdir, env, gateway, run_dir, host_gateway, attach;
 };
 void local_probe_caps(const char *supervisor, struct local_caps *caps);
 

@@ -61,8 +61,13 @@ static int local_validate(struct driver *d, const json_t *req, json_t **record, 
 	const json_t *spec = json_object_get(req, "spec");
 	if (local_spec_validate(spec, err) < 0)
 		return -1;
+	_cleanup_json_ json_t *kept = json_deep_copy(spec);
+	/* A supervisor without --attach runs the agent on its log, as before:
+	 * the record says so by holding no attach. */
+	if (kept && !LD(d)->caps.attach)
+		json_object_del(kept, "attach");
 	*record = json_pack("{s:s, s:s, s:s, s:O, s:{s:s, s:s}, s:s, s:s, s:[]}", "id", id, "name",
-			    name, "driver", "local", "spec", spec, "placement", "host", "localhost",
+			    name, "driver", "local", "spec", kept, "placement", "host", "localhost",
 			    "state_dir", LD(d)->state_dir, "phase", "Provisioning", "message", "",
 			    "conditions");
 	if (!*record)
@@ -211,12 +216,39 @@ static int add_session_args(struct local_driver *ld, const char *id, const char 
 	return 0;
 }
 
-static int spawn(struct local_driver *ld, json_t *record, os_error *err)
+/* "--attach pipes|tty [--attach-rows N --attach-cols N] [--attach-term T]"
+ * for a foreground create's first run (a restart has no client waiting). */
+static int add_attach_args(const json_t *spec, const char **argv, size_t *n, char bufs[2][8],
+			   os_error *err)
+{
+	const json_t *a = json_object_get(spec, "attach");
+	if (!a)
+		return 0;
+	bool tty = json_is_true(json_object_get(a, "tty"));
+	json_int_t rows = json_integer_value(json_object_get(a, "rows"));
+	json_int_t cols = json_integer_value(json_object_get(a, "cols"));
+	const char *term = json_string_value(json_object_get(a, "term"));
+	if (add_arg(argv, n, "--attach", err) < 0 ||
+	    add_arg(argv, n, tty ? "tty" : "pipes", err) < 0)
+		return -1;
+	snprintf(bufs[0], 8, "%d", (int)rows);
+	snprintf(bufs[1], 8, "%d", (int)cols);
+	if (tty && rows > 0 && cols > 0 &&
+	    (add_arg(argv, n, "--attach-rows", err) < 0 || add_arg(argv, n, bufs[0], err) < 0 ||
+	     add_arg(argv, n, "--attach-cols", err) < 0 || add_arg(argv, n, bufs[1], err) < 0))
+		return -1;
+	if (tty && term &&
+	    (add_arg(argv, n, "--attach-term", err) < 0 || add_arg(argv, n, term, err) < 0))
+		return -1;
+	return 0;
+}
+
+static int spawn(struct local_driver *ld, json_t *record, bool first, os_error *err)
 {
 	const char *id = rec_id(record);
 	const json_t *spec = json_object_get(record, "spec");
 	const char *argv[ARGS_MAX] = { NULL };
-	char bufs[10][LOCAL_PATH_MAX], port[16], uid[24];
+	char bufs[10][LOCAL_PATH_MAX], port[16], uid[24], size[2][8];
 	size_t n = 0, i;
 	json_t *a;
 	_cleanup_json_ json_t *strs = json_array();
@@ -229,6 +261,7 @@ static int spawn(struct local_driver *ld, json_t *record, os_error *err)
 	if (base_args(ld, id, argv, &n, bufs, port, err) < 0 ||
 	    add_uid_args(record, argv, &n, uid, err) < 0 ||
 	    add_session_args(ld, id, argv, &n, bufs[7], bufs[8], err) < 0 ||
+	    (first && has_session(ld, id) && add_attach_args(spec, argv, &n, size, err) < 0) ||
 	    add_env(ld, spec, true, argv, &n, strs, err) < 0 || add_arg(argv, &n, "--", err) < 0 ||
 	    add_env(ld, spec, false, argv, &n, strs, err) < 0)
 		return -1;
@@ -267,13 +300,15 @@ static bool is_gone(struct local_driver *ld, const char *id)
 	return read_pid(ld, id, &pid) < 0 || local_proc_gone(&pid);
 }
 
-static int local_create(struct driver *d, json_t *record, os_error *err)
+/* first: the sandbox's first run (create), whose foreground client, if
+ * any, is waiting for it. */
+static int run_supervisor(struct driver *d, json_t *record, bool first, os_error *err)
 {
 	struct local_driver *ld = LD(d);
 	const char *id = rec_id(record);
 	if (!is_gone(ld, id))
 		return os_error_set(err, EEXIST, "sandbox %s already has a running supervisor", id);
-	if (local_dirs_create(ld->state_dir, id, err) < 0 || spawn(ld, record, err) < 0) {
+	if (local_dirs_create(ld->state_dir, id, err) < 0 || spawn(ld, record, first, err) < 0) {
 		set_phase(record, "Failed", err->msg);
 		return -1;
 	}
@@ -281,9 +316,14 @@ static int local_create(struct driver *d, json_t *record, os_error *err)
 	return 0;
 }
 
+static int local_create(struct driver *d, json_t *record, os_error *err)
+{
+	return run_supervisor(d, record, true, err);
+}
+
 static int local_start(struct driver *d, json_t *record, os_error *err)
 {
-	return local_create(d, record, err);
+	return run_supervisor(d, record, false, err);
 }
 
 /* SIGTERM first; SIGKILL once the grace period is over. Called again and again
@@ -513,6 +553,7 @@ static void local_free(struct driver *d)
 
 static const struct driver_ops local_ops = {
 	.name = "local",
+	.attach = true,
 	.validate_spec = local_validate,
 	.create = local_create,
 	.stop = local_stop,

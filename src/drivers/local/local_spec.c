@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "execframe.h"
 #include "json.h"
 #include "parse.h"
 
@@ -104,10 +105,40 @@ static int check_command(const json_t *c, os_error *err)
 	return 0;
 }
 
+/* spec.attach, a foreground create: {"tty": B, "rows": N, "cols": N,
+ * "term": T, "remove": B}, every field optional; the size and TERM only
+ * with a tty; remove: the gateway deletes the sandbox when its agent ends. */
+static int check_attach(const json_t *a, os_error *err)
+{
+	static const char *const keys[] = { "tty", "rows", "cols", "term", "remove", NULL };
+	bool tty = false, remove = false;
+	int64_t rows = 0, cols = 0;
+	const char *term = NULL;
+	if (!json_is_object(a))
+		return os_error_set(err, EINVAL,
+				    "spec.attach: expected an object {tty, rows, cols, term}");
+	if (json_check_keys(a, keys, "spec.attach", err) < 0 ||
+	    json_get_bool(a, "tty", false, &tty, err) < 0 ||
+	    json_get_int(a, "rows", false, 0, 65535, &rows, err) < 0 ||
+	    json_get_int(a, "cols", false, 0, 65535, &cols, err) < 0 ||
+	    json_get_string(a, "term", false, &term, err) < 0 ||
+	    json_get_bool(a, "remove", false, &remove, err) < 0)
+		return err->code = EINVAL, os_error_prefix(err, "spec.attach");
+	if (!tty && (rows || cols || term))
+		return os_error_set(err, EINVAL,
+				    "spec.attach: rows, cols and term only with \"tty\": true");
+	if (term && !execframe_term_ok(term))
+		return os_error_set(err, EINVAL,
+				    "spec.attach.term: expected a terminal type of 1..%d "
+				    "characters of [A-Za-z0-9.+_-]",
+				    EXECFRAME_TERM_MAX);
+	return 0;
+}
+
 int local_spec_validate(const json_t *spec, os_error *err)
 {
 	static const char *const keys[] = { "command", "env", "labels", "runtime_class_name",
-					    NULL };
+					    "attach",  NULL };
 	if (!json_is_object(spec))
 		return os_error_set(err, EINVAL, "spec: expected an object");
 	if (json_check_keys(spec, keys, "spec", err) < 0) {
@@ -127,6 +158,9 @@ int local_spec_validate(const json_t *spec, os_error *err)
 		return -1;
 	const json_t *labels = json_object_get(spec, "labels");
 	if (labels && check_string_map(labels, "labels", false, err) < 0)
+		return -1;
+	const json_t *attach = json_object_get(spec, "attach");
+	if (attach && check_attach(attach, err) < 0)
 		return -1;
 	return 0;
 }

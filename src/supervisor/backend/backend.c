@@ -154,6 +154,18 @@ int backend_make_cgroups(const backend_ready *ready, const struct cgroup_limits 
 	return ready->inst->ops->make_cgroups(ready->inst->state, lim, out, err);
 }
 
+int backend_agent_stdio(const backend_ready *ready, const int fds[3], os_error *err)
+{
+	if (expect(ready->inst, ST_READY, "agent stdio", err) < 0)
+		return -1;
+	if (!ready->inst->ops->agent_stdio)
+		return os_error_set(err, ENOTSUP,
+				    "the %s backend cannot hand its agent a foreground client's "
+				    "stdin/stdout/stderr (use --detach)",
+				    ready->inst->ops->name);
+	return ready->inst->ops->agent_stdio(ready->inst->state, fds, err);
+}
+
 int backend_agent_fd(const backend_running *running)
 {
 	if (!running->inst || running->inst->st != ST_RUNNING)

@@ -102,6 +102,11 @@ struct backend_ops {
 	/* Optional, once bound: the transparent path's listeners (ownership
 	 * passes to the caller; a second call gets -1s). */
 	void (*transparent)(void *state, struct backend_transparent *out);
+	/* Optional, once ready and before start_agent: fds 0-2 the agent gets
+	 * instead of the supervisor's own (a foreground create's pipes or
+	 * terminal). Borrowed until start_agent returns. NULL: the backend's
+	 * agent cannot take them (it runs in another Pod). */
+	int (*agent_stdio)(void *state, const int fds[3], os_error *err);
 };
 
 /* Registry lookup by name; NULL when unknown. */
@@ -130,6 +135,8 @@ int backend_start_agent(backend_ready *ready, const json_t *launch_spec, backend
  * the backend makes none. A failure leaves the instance ready. */
 int backend_make_cgroups(const backend_ready *ready, const struct cgroup_limits *lim,
 			 struct sandbox_cgroups *out, os_error *err);
+/* See agent_stdio; ENOTSUP for a backend without it. */
+int backend_agent_stdio(const backend_ready *ready, const int fds[3], os_error *err);
 int backend_agent_fd(const backend_running *running);
 /* False when the backend's agent is not a local process (see agent_remote). */
 bool backend_agent_local(const backend_running *running);

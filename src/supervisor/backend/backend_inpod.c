@@ -276,4 +276,5 @@ const struct backend_ops backend_inpod_ops = {
 	.agent_pid = inpod_agent_pid,
 	.make_cgroups = inpod_make_cgroups,
 	.transparent = inpod_transparent,
+	.agent_stdio = inpod_agent_stdio,
 };

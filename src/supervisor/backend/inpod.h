@@ -44,6 +44,8 @@ struct inpod {
 	int tp_tcp_fd, tp_dns_fd; /* transparent listeners until the proxy takes them */
 	uint16_t tp_probe_port; /* a redirected port confirm tries, 0 = none */
 
+	bool has_stdio; /* stdio: the agent's fds 0-2 (borrowed), else the supervisor's */
+	int stdio[3];
 	pid_t agent_pid; /* the launcher, which becomes/forks the agent */
 	int agent_pidfd;
 	bool agent_reaped;
@@ -62,6 +64,7 @@ int inpod_transparent_up(struct inpod *p, const struct backend_descriptor *d, os
 void inpod_transparent(void *state, struct backend_transparent *out);
 void inpod_transparent_close(struct inpod *p);
 int inpod_start_agent(void *state, const json_t *launch_spec, os_error *err);
+int inpod_agent_stdio(void *state, const int fds[3], os_error *err);
 int inpod_agent_fd(void *state);
 int inpod_reap_agent(void *state, int *wait_status, os_error *err);
 /* Kills (SIGKILL) and reaps the agent if it is still there. */

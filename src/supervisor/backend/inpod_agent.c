@@ -37,15 +37,20 @@ __attribute__((noreturn)) static void die_child(const char *what)
 __attribute__((noreturn)) static void child_exec(const struct inpod *p, char *const envp[],
 						 pid_t parent, int spec_fd, int status_fd)
 {
-	const int fds[] = { spec_fd, status_fd, p->netns_fd };
+	/* With the agent's own stdio the fds start at 0; the numbers of the
+	 * spec, status and netns fds stay the same either way. */
+	const int fds[] = {
+		p->stdio[0], p->stdio[1], p->stdio[2], spec_fd, status_fd, p->netns_fd
+	};
+	const size_t skip = p->has_stdio ? 0 : 3;
 	char *const argv[] = { (char *)p->launcher, "--spec-fd", "3", "--status-fd", "4", NULL };
 	const struct spawn_child c = {
 		.path = p->launcher,
 		.argv = argv,
 		.envp = envp,
-		.fds = fds,
-		.n_fds = ARRAY_SIZE(fds),
-		.first_fd = CHILD_SPEC_FD,
+		.fds = fds + skip,
+		.n_fds = ARRAY_SIZE(fds) - skip,
+		.first_fd = (int)skip,
 		.parent = parent,
 		.netns_fd = p->netns_fd,
 	};
@@ -164,6 +169,17 @@ int inpod_start_agent(void *state, const json_t *launch_spec, os_error *err)
 		inpod_stop_agent(p);
 		return -1;
 	}
+	return 0;
+}
+
+int inpod_agent_stdio(void *state, const int fds[3], os_error *err)
+{
+	struct inpod *p = state;
+	for (int i = 0; i < 3; i++)
+		if (fds[i] < 0)
+			return os_error_set(err, EBADF, "agent stdio: fd %d is not open", i);
+	memcpy(p->stdio, fds, sizeof(p->stdio));
+	p->has_stdio = true;
 	return 0;
 }
 

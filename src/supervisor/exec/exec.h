@@ -75,6 +75,14 @@ void exec_sock_end(struct exec_sock *s);
  * returns. */
 struct exec_pump_args {
 	struct exec_sock sock; /* upgraded connection to the gateway */
+	/* agent: the agent's own stdio (exec_attach.c) instead of a launcher:
+	 * agent_fds are stdin's write end and stdout's and stderr's read ends
+	 * (tty: the master twice, -1), end_fd gives the agent's exit status
+	 * (u32, big-endian) once it ended. Output is also copied to fds 1/2
+	 * (the supervisor's log). */
+	bool agent;
+	int agent_fds[3];
+	int end_fd;
 	int join_pidfd; /* the sandbox's pid 1 */
 	const char *launcher;
 	const char *spec; /* JSON text */
@@ -91,5 +99,39 @@ __attribute__((noreturn)) void exec_pump_main(const struct exec_pump_args *a);
  * 127.0.0.1:forward_port there and moves bytes as frames until either side
  * is done; never returns. */
 __attribute__((noreturn)) void exec_forward_main(const struct exec_pump_args *a);
+/* exec_attach.c: the agent's stdio for a foreground create (--attach). */
+struct exec_attach;
+struct exec_attach_opts {
+	bool tty;
+	uint16_t rows, cols;
+};
+/* Called once the attachment is over: the client has the exit status, or
+ * left, or never came in time. agent_exited false: the agent must be
+ * stopped (nobody is left to see it: a foreground run ends with its client). */
+typedef void (*exec_attach_over_fn)(void *user, bool agent_exited);
+/* The pipes (or terminal) for the agent, before it starts. */
+int exec_attach_new(struct loop *l, const struct exec_attach_opts *o, exec_attach_over_fn over,
+		    void *user, struct exec_attach **out, os_error *err);
+/* The agent's fds 0-2, valid until exec_attach_started. */
+const int *exec_attach_agent_fds(const struct exec_attach *a);
+/* The agent runs: closes its ends here and starts waiting for the client. */
+int exec_attach_started(struct exec_attach *a, os_error *err);
+/* The agent's end. True when the run must wait for over (a client is
+ * attached, or may still come, to be handed the status); false when over
+ * was already called. */
+bool exec_attach_agent_exited(struct exec_attach *a, int code);
+void exec_attach_free(struct exec_attach *a);
+/* For exec_relay.c: NULL and args filled when a client may attach now,
+ * else why not. After the fork, handed (forked false: it failed). */
+const char *exec_attach_claim(struct exec_attach *a, struct exec_pump_args *args);
+void exec_attach_handed(struct exec_attach *a, bool forked);
+void exec_attach_relay_exited(struct exec_attach *a);
+/* The exec service serves the agent's attach requests ("agent" exec
+ * messages) from a, which it does not own. */
+void exec_service_set_attach(struct exec_service *x, struct exec_attach *a);
+/* Pipes, or a terminal (child: its slave three times; parent: its master
+ * twice and -1) of rows x cols, all O_CLOEXEC. */
+int exec_stdio_open(bool tty, uint16_t rows, uint16_t cols, int child[3], int parent[3],
+		    os_error *err);
 
 #endif

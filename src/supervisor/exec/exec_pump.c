@@ -31,13 +31,20 @@ struct pump {
 	struct exec_sock sock;
 	int in_w; /* command's stdin (pipe or pty master); -1 once closed */
 	int out_r, err_r; /* command's stdout/stderr (tty: out_r is the master) */
-	int launcher_pidfd;
-	pid_t launcher;
+	int launcher_pidfd; /* agent: the fd the exit status arrives on */
+	pid_t launcher; /* -1 for the agent's own stdio: nothing of ours to kill */
 	bool tty, stdin_eof;
+	bool tee; /* output also goes to our fds 1/2 (the supervisor's log) */
 	struct buf from_client; /* undecoded bytes from the socket */
 	struct buf stdin_pending;
 	struct buf frame; /* scratch for outgoing frames */
 };
+
+static void stop_command(struct pump *p)
+{
+	if (p->launcher > 0)
+		kill(p->launcher, SIGKILL);
+}
 
 __attribute__((noreturn)) static void fail(struct pump *p, const char *what)
 {
@@ -46,8 +53,7 @@ __attribute__((noreturn)) static void fail(struct pump *p, const char *what)
 	buf_reset(&p->frame);
 	execframe_put(&p->frame, EXECFRAME_ERROR, msg, strlen(msg), NULL);
 	exec_sock_write_all(&p->sock, p->frame.data, p->frame.len);
-	if (p->launcher > 0)
-		kill(p->launcher, SIGKILL);
+	stop_command(p);
 	_exit(125);
 }
 
@@ -57,7 +63,7 @@ static void send_frame(struct pump *p, uint8_t type, const void *data, size_t le
 	if (execframe_put(&p->frame, type, data, len, NULL) < 0 ||
 	    exec_sock_write_all(&p->sock, p->frame.data, p->frame.len) < 0) {
 		/* The client is gone: nobody is left to see the command. */
-		kill(p->launcher, SIGKILL);
+		stop_command(p);
 		_exit(0);
 	}
 }
@@ -87,38 +93,27 @@ __attribute__((noreturn)) static void launcher_child(const struct exec_pump_args
 
 static void start(struct pump *p, const struct exec_pump_args *a)
 {
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, spec[2];
+	int child[3], parent[3], spec[2];
+	os_error why = { 0 };
 	if (pipe2(spec, O_CLOEXEC) < 0)
 		fail(p, "spec pipe");
-	if (a->tty) {
-		int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
-			fail(p, "allocating a terminal");
-		int s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (s < 0)
-			fail(p, "opening the terminal");
-		if (a->rows && a->cols)
-			ioctl(m, TIOCSWINSZ,
-			      &(struct winsize){ .ws_row = a->rows, .ws_col = a->cols });
-		in[0] = out[1] = err[1] = s;
-		in[1] = out[0] = m;
-	} else if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
-		   pipe2(err, O_CLOEXEC) < 0) {
-		fail(p, "stdio pipes");
+	if (exec_stdio_open(a->tty, a->rows, a->cols, child, parent, &why) < 0) {
+		errno = why.code;
+		fail(p, why.msg);
 	}
 	struct launcher_env env;
 	launcher_env_init(&env);
-	pid_t parent = getpid();
+	pid_t parent_pid = getpid();
 	p->launcher = fork();
 	if (p->launcher < 0)
 		fail(p, "fork");
 	if (p->launcher == 0)
-		launcher_child(a, env.envp, parent, in[0], out[1], err[1], spec[0]);
+		launcher_child(a, env.envp, parent_pid, child[0], child[1], child[2], spec[0]);
 	close(spec[0]);
-	close(in[0]);
+	close(child[0]);
 	if (!a->tty) {
-		close(out[1]);
-		close(err[1]);
+		close(child[1]);
+		close(child[2]);
 	}
 	close(a->join_pidfd);
 	p->launcher_pidfd = pidfd_open(p->launcher, 0);
@@ -127,9 +122,21 @@ static void start(struct pump *p, const struct exec_pump_args *a)
 	if (fd_write_all(spec[1], a->spec, strlen(a->spec), NULL) < 0)
 		fail(p, "handing the launcher its spec");
 	close(spec[1]);
-	p->in_w = in[1];
-	p->out_r = out[0];
-	p->err_r = a->tty ? -1 : err[0];
+	p->in_w = parent[0];
+	p->out_r = parent[1];
+	p->err_r = parent[2];
+	fd_set_nonblock(p->in_w, true, NULL);
+}
+
+/* The agent's own stdio, already open: nothing to start. */
+static void adopt(struct pump *p, const struct exec_pump_args *a)
+{
+	p->in_w = a->agent_fds[0];
+	p->out_r = a->agent_fds[1];
+	p->err_r = a->agent_fds[2];
+	p->launcher_pidfd = a->end_fd;
+	p->launcher = -1;
+	p->tee = true;
 	fd_set_nonblock(p->in_w, true, NULL);
 }
 
@@ -195,15 +202,39 @@ static bool forward(struct pump *p, int fd, uint8_t type)
 		return true;
 	if (n <= 0)
 		return false;
+	if (p->tee)
+		fd_write_all(type == EXECFRAME_STDOUT ? STDOUT_FILENO : STDERR_FILENO, chunk,
+			     (size_t)n, NULL);
 	send_frame(p, type, chunk, (size_t)n);
 	return true;
 }
 
-/* The launcher exited: send what its output still holds, then the code. */
-__attribute__((noreturn)) static void finish(struct pump *p)
+/* The command's exit status: the launcher's, or what the supervisor wrote
+ * for its agent (1 when it went away without a word). */
+static uint32_t exit_code(struct pump *p)
 {
+	if (p->launcher < 0) {
+		uint8_t be[4];
+		size_t got = 0;
+		while (got < sizeof be) {
+			ssize_t n = read(p->launcher_pidfd, be + got, sizeof be - got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return 1;
+			got += (size_t)n;
+		}
+		return (uint32_t)be[0] << 24 | (uint32_t)be[1] << 16 | (uint32_t)be[2] << 8 | be[3];
+	}
 	siginfo_t si = { 0 };
 	waitid(P_PIDFD, (id_t)p->launcher_pidfd, &si, WEXITED);
+	return si.si_code == CLD_EXITED ? (uint32_t)si.si_status : 128u + (uint32_t)si.si_status;
+}
+
+/* The command ended: send what its output still holds, then the code. */
+__attribute__((noreturn)) static void finish(struct pump *p)
+{
+	uint32_t code = exit_code(p);
 	int fds[2] = { p->out_r, p->err_r };
 	for (int i = 0; i < 2; i++) {
 		if (fds[i] < 0)
@@ -215,8 +246,6 @@ __attribute__((noreturn)) static void finish(struct pump *p)
 				break;
 		}
 	}
-	uint32_t code =
-		si.si_code == CLD_EXITED ? (uint32_t)si.si_status : 128u + (uint32_t)si.si_status;
 	buf_reset(&p->frame);
 	execframe_put_u32(&p->frame, EXECFRAME_EXIT, code, NULL);
 	exec_sock_write_all(&p->sock, p->frame.data, p->frame.len);
@@ -231,7 +260,10 @@ void exec_pump_main(const struct exec_pump_args *a)
 	buf_init(&p.stdin_pending, STDIN_PENDING_MAX + EXECFRAME_MAX_PAYLOAD);
 	buf_init(&p.frame, EXECFRAME_MAX_PAYLOAD + EXECFRAME_HEAD);
 	fd_set_nonblock(p.sock.fd, false, NULL);
-	start(&p, a);
+	if (a->agent)
+		adopt(&p, a);
+	else
+		start(&p, a);
 	if (a->early_len && buf_append(&p.from_client, a->early, a->early_len, NULL) < 0)
 		fail(&p, "early frames");
 	for (;;) {
@@ -273,7 +305,7 @@ void exec_pump_main(const struct exec_pump_args *a)
 			char chunk[CHUNK];
 			ssize_t n = exec_sock_read(&p.sock, chunk, sizeof chunk);
 			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-				kill(p.launcher, SIGKILL); /* the client left */
+				stop_command(&p); /* the client left */
 				_exit(0);
 			}
 			if (n > 0 && buf_append(&p.from_client, chunk, (size_t)n, NULL) < 0)

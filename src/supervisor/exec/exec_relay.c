@@ -35,6 +35,7 @@ struct relay {
 	struct exec_service *x;
 	pid_t pid;
 	struct loop_child *watch;
+	bool agent; /* it pumps the agent's own stdio (exec_attach.c) */
 };
 
 struct exec_service {
@@ -42,6 +43,7 @@ struct exec_service {
 	json_t *spec; /* the agent's launch spec */
 	struct gw_session *session;
 	struct relay *relays[RELAYS_MAX];
+	struct exec_attach *attach; /* the agent's stdio, or NULL (not ours) */
 };
 
 int exec_service_new(const struct exec_host *h, struct exec_service **out, os_error *err)
@@ -61,6 +63,11 @@ int exec_service_new(const struct exec_host *h, struct exec_service **out, os_er
 void exec_service_set_session(struct exec_service *x, struct gw_session *s)
 {
 	x->session = s;
+}
+
+void exec_service_set_attach(struct exec_service *x, struct exec_attach *a)
+{
+	x->attach = a;
 }
 
 /* The agent's spec joined instead of created: what creates a sandbox
@@ -235,10 +242,17 @@ __attribute__((noreturn)) static void relay_main(const struct gw_endpoint *ep, S
 	os_error err = { 0 };
 	/* Forked from the supervisor: shed its descriptors (proxy sockets, the
 	 * audit log, the session, the event loop) before anything else; only
-	 * the sandbox's pidfd goes on (stdio stays: the supervisor's log). The
-	 * TLS context is memory (the CA was read at start), not an fd. */
-	int keep = a->join_pidfd;
-	if (fd_close_from(3, &keep, keep >= 0 ? 1 : 0, &err) < 0 || loop_sigmask_reset(&err) < 0 ||
+	 * the sandbox's pidfd goes on, or the agent's stdio (stdio stays: the
+	 * supervisor's log). The TLS context is memory (the CA was read at
+	 * start), not an fd. */
+	int keep[5];
+	size_t n_keep = 0;
+	const int mine[] = { a->join_pidfd, a->agent_fds[0], a->agent_fds[1], a->agent_fds[2],
+			     a->end_fd };
+	for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
+		if (mine[i] >= 0)
+			keep[n_keep++] = mine[i];
+	if (fd_close_from(3, keep, n_keep, &err) < 0 || loop_sigmask_reset(&err) < 0 ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(125);
 	struct buf rest;
@@ -264,11 +278,16 @@ static void relay_exited(struct loop *l, struct loop_child *c, const struct loop
 			 void *data)
 {
 	struct relay *r = data;
-	egress_remove_entry(r->x->h.egress, r->pid);
+	struct exec_service *x = r->x;
+	if (!r->agent)
+		egress_remove_entry(x->h.egress, r->pid);
 	for (size_t i = 0; i < RELAYS_MAX; i++)
-		if (r->x->relays[i] == r)
-			r->x->relays[i] = NULL;
+		if (x->relays[i] == r)
+			x->relays[i] = NULL;
+	bool agent = r->agent;
 	free(r);
+	if (agent && x->attach)
+		exec_attach_relay_exited(x->attach); /* may end the run: last */
 }
 
 /* What the launcher runs: the command, or a transfer. A forwarded
@@ -307,31 +326,44 @@ void exec_service_request(void *user, const struct session_msg *m)
 	const char *error = NULL;
 	char why[OS_ERROR_MSG_MAX];
 	_cleanup_json_ json_t *spec = NULL;
-	if (x->h.unsupported)
-		os_error_set(&err, ENOTSUP, "%s", x->h.unsupported);
-	else if (slot == RELAYS_MAX)
-		os_error_set(&err, EBUSY, "too many exec sessions at once (max %d)", RELAYS_MAX);
-	else if ((join = sandbox_init_pidfd(x->h.agent_launcher, &err)) >= 0 &&
-		 (spec = spec_for(x, m, &err)) != NULL)
-		spec_text = json_to_string(spec);
-	if (!spec_text) {
-		snprintf(why, sizeof why, "%s", err.msg[0] ? err.msg : "out of memory");
-		error = why;
-	}
-	struct exec_pump_args a = { .join_pidfd = join,
+	struct exec_pump_args a = { .join_pidfd = -1,
+				    .agent_fds = { -1, -1, -1 },
+				    .end_fd = -1,
 				    .launcher = x->h.launcher,
-				    .spec = spec_text,
 				    .tty = m->exec_tty,
 				    .rows = m->exec_rows,
 				    .cols = m->exec_cols,
 				    .forward_port =
 					    m->type == SESSION_MSG_FORWARD ? m->forward_port : 0 };
+	bool agent = m->type == SESSION_MSG_EXEC && m->exec_agent;
+	if (agent) {
+		error = !x->attach ? "this sandbox's agent runs detached: its output is in "
+				     "`openshell sandbox logs`"
+			: slot == RELAYS_MAX ? "too many exec sessions at once"
+					     : exec_attach_claim(x->attach, &a);
+		agent = !error; /* a refused attach is an ordinary relay that says why */
+	} else if (x->h.unsupported) {
+		os_error_set(&err, ENOTSUP, "%s", x->h.unsupported);
+	} else if (slot == RELAYS_MAX) {
+		os_error_set(&err, EBUSY, "too many exec sessions at once (max %d)", RELAYS_MAX);
+	} else if ((join = sandbox_init_pidfd(x->h.agent_launcher, &err)) >= 0 &&
+		   (spec = spec_for(x, m, &err)) != NULL) {
+		spec_text = json_to_string(spec);
+	}
+	if (!m->exec_agent && !spec_text) {
+		snprintf(why, sizeof why, "%s", err.msg[0] ? err.msg : "out of memory");
+		error = why;
+	}
+	a.join_pidfd = join;
+	a.spec = spec_text;
 	SSL_CTX *tls = NULL;
 	const struct gw_endpoint *ep = gw_session_endpoint(x->session, &tls);
 	pid_t pid = fork();
 	if (pid == 0)
 		relay_main(ep, tls, &req, &a, error);
 	buf_free(&req);
+	if (agent)
+		exec_attach_handed(x->attach, pid > 0);
 	if (pid < 0) {
 		log_warn("exec %s: fork: %s", m->exec_id, strerror(errno));
 		return;
@@ -341,22 +373,26 @@ void exec_service_request(void *user, const struct session_msg *m)
 		kill(pid, SIGKILL);
 		free(r);
 		log_warn("exec %s: cannot watch the relay: %s", m->exec_id, err.msg);
+		if (agent)
+			exec_attach_relay_exited(x->attach);
 		return;
 	}
 	r->x = x;
 	r->pid = pid;
+	r->agent = agent;
 	/* A relay refused for want of a slot only says so and exits: it is
 	 * watched, not tabled (the table has no room for it; writing it at
-	 * RELAYS_MAX was one past the end). Found by the stdio branch. */
+	 * RELAYS_MAX was one past the end). */
 	if (slot < RELAYS_MAX)
 		x->relays[slot] = r;
 	/* Only a command makes connections of its own for the proxy to judge;
-	 * a transfer or a forward never goes through it. */
-	if (!error && m->type == SESSION_MSG_EXEC && egress_add_entry(x->h.egress, pid, &err) < 0)
+	 * a transfer, a forward or the agent's own stdio never goes through it. */
+	if (!error && !agent && m->type == SESSION_MSG_EXEC &&
+	    egress_add_entry(x->h.egress, pid, &err) < 0)
 		log_warn("exec %s: the command's connections will be unidentified: %s", m->exec_id,
 			 err.msg);
-	log_info("exec %s: relay %d started%s%s", m->exec_id, (int)pid, error ? ": " : "",
-		 error ? error : "");
+	log_info("%s %s: relay %d started%s%s", m->exec_agent ? "attach" : "exec", m->exec_id,
+		 (int)pid, error ? ": " : "", error ? error : "");
 }
 
 void exec_service_free(struct exec_service *x)

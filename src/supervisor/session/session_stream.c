@@ -123,8 +123,8 @@ int session_msg_parse(const char *line, size_t len, json_t **holder, struct sess
 	static const char *const hello_keys[] = { "type", "sandbox", "policy_revision", NULL };
 	static const char *const policy_keys[] = { "type", "revision", "policy", NULL };
 	static const char *const ping_keys[] = { "type", NULL };
-	static const char *const exec_keys[] = { "type", "id",	 "argv", "tty",
-						 "rows", "cols", "term", NULL };
+	static const char *const exec_keys[] = { "type", "id",	 "argv",  "tty", "rows",
+						 "cols", "term", "agent", NULL };
 	const char *type = NULL;
 	memset(m, 0, sizeof(*m));
 	*holder = json_parse_strict(line, len, SESSION_LINE_MAX, err);
@@ -171,13 +171,21 @@ int session_msg_parse(const char *line, size_t len, json_t **holder, struct sess
 		    json_get_string(o, "id", true, &m->exec_id, err) < 0 ||
 		    json_get_bool(o, "tty", false, &m->exec_tty, err) < 0 ||
 		    exec_size(o, m, err) < 0 ||
-		    json_get_string(o, "term", false, &m->exec_term, err) < 0)
+		    json_get_string(o, "term", false, &m->exec_term, err) < 0 ||
+		    json_get_bool(o, "agent", false, &m->exec_agent, err) < 0)
 			return err->code = EPROTO, -1;
 		if (m->exec_term && (!m->exec_tty || !execframe_term_ok(m->exec_term)))
 			return os_error_set(err, EPROTO, "exec message: bad term");
 		if (!exec_id_ok(m->exec_id))
 			return os_error_set(err, EPROTO, "exec message: bad id");
-		return exec_argv(o, m, err);
+		/* The agent's stdio were set up when it started: nothing of a
+		 * command may come with it. */
+		if (m->exec_agent && (json_object_get(o, "argv") || m->exec_tty || m->exec_rows ||
+				      m->exec_cols || m->exec_term))
+			return os_error_set(err, EPROTO,
+					    "exec message: \"agent\" takes no argv, tty, size or "
+					    "term");
+		return m->exec_agent ? 1 : exec_argv(o, m, err);
 	}
 	if (!strcmp(type, "transfer"))
 		return transfer_msg(o, m, err);

@@ -13,6 +13,9 @@
  *   {"type":"forward","id":HEX,"port":N}
  *                         a file transfer or one forwarded connection, relayed
  *                         like an exec (docs/files.md)
+ *   {"type":"exec","id":HEX,"agent":true}
+ *                         attach a foreground create's client to the
+ *                         agent's own stdio (no argv, tty, size or term)
  * Unknown types are skipped (the gateway may add kinds); a known type with
  * missing, extra or mistyped fields ends the stream with an error. */
 #ifndef OS_SUPERVISOR_SESSION_STREAM_H
@@ -58,6 +61,7 @@ struct session_msg {
 	const char *transfer_path; /* transfer: the workspace path, 1..4096 bytes */
 	bool transfer_upload; /* transfer: upload (else download) */
 	uint16_t forward_port; /* forward: the port on the sandbox's loopback */
+	bool exec_agent; /* exec: the agent's own stdio, not a new command */
 };
 
 /* Returns < 0 (err set) to end the stream. */
