@@ -157,12 +157,22 @@ def run_canary(addr):
             u.sendto(data[:2] + b"\x81\x80" + data[4:], peer)
 
 
+def _netns(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
+
 def sandbox_child_pid(sup_pid, timeout=10):
-    """pid of the launcher (the supervisor's child): it lives in the sandbox netns."""
+    """pid of the launcher (the supervisor's child in the sandbox netns). The
+    supervisor forks other short-lived children too (its cgroup and guard
+    self-tests), in its own namespace: those are not it."""
     end = time.monotonic() + timeout
+    own = _netns(sup_pid)
     while time.monotonic() < end:
         for pid, fields in procfs.stat_all():
-            if int(fields[1]) == sup_pid:
+            if int(fields[1]) == sup_pid and (ns := _netns(pid)) and ns != own:
                 return pid
         time.sleep(0.02)
     raise AssertionError("no sandbox process found under the supervisor")
