@@ -8,10 +8,10 @@ from one Pod list/watch, not a call per sandbox), `gateway status` says the
 apiserver is degraded and then ok again, creates succeed or fail with a
 clear message, 429s are logged with their Retry-After, and the watch
 recovers (a Pod made after the fault is seen)."""
-import json, os, signal, socket, threading, time, urllib.parse
+import base64, json, os, signal, socket, threading, time, urllib.parse
 
 from tests.lib.driver_util import poll, uid
-from tests.lib.gateway_kube_util import KubeGateway, pods_of, start_gateway
+from tests.lib.gateway_kube_util import ENDPOINT_POLICY, KubeGateway, pods_of, start_gateway
 from tests.lib.http_util import read_head
 
 SANDBOXES = 3
@@ -111,6 +111,11 @@ def test_reconcile_checks_wait_on_the_apiserver_off_the_loop(kube, ns, gateways)
     for name in ("etcd", "kube-apiserver"):
         os.kill(pids[name], signal.SIGSTOP)
     try:
+        # A policy update answers at once: its Secret patch waits on the
+        # reconcile worker, not on the loop.
+        t0 = time.monotonic()
+        st, body = g.request("PUT", "/v1/sandboxes/d2/policy", {"policy": ENDPOINT_POLICY})
+        assert st in (200, 201, 202) and time.monotonic() - t0 < 1.5, (st, body)
         # K8S_RESYNC_MS is 30 s: at least one resync, with its fence checks
         # and orphan scan, falls inside the outage.
         assert keep_checking_health(g, 36) > 60
@@ -118,6 +123,11 @@ def test_reconcile_checks_wait_on_the_apiserver_off_the_loop(kube, ns, gateways)
         for name in ("kube-apiserver", "etcd"):
             os.kill(pids[name], signal.SIGCONT)
     poll(lambda: apiserver_state(g) == "ok", 90, "apiserver ok again")
+    # The patch that failed during the outage is sent again by a later pass.
+    def secret_policy():
+        sec = kube.client.get(f"/api/v1/namespaces/{ns}/secrets/os-{ids[2]}-supervisor")
+        return base64.b64decode(sec["data"]["policy.yaml"]).decode()
+    poll(lambda: secret_policy() == ENDPOINT_POLICY, 75, "the Secret patched after the outage")
     # The checks go on: a Secret labelled as a sandbox nobody knows is an
     # orphan, removed by the next resync's scan.
     orphan = f"orphan-{uid()}"

@@ -54,7 +54,9 @@ def test_kubernetes_supervisors_get_a_session(kube, ns, gateways, tmp_path):
         r = g.cli("policy", "set", "ks1", "--policy", write(tmp_path, NEW_POLICY, "new.yaml"),
                   "--wait", "--timeout", "30")
         assert r.returncode == 0, (r.stdout, r.stderr, g.log_text()[-2000:])
-        assert secret_of(kube, ns, sid)["policy.yaml"] == NEW_POLICY
+        # The Secret patch runs off the loop: it lands at once, not with the reply.
+        poll(lambda: secret_of(kube, ns, sid)["policy.yaml"] == NEW_POLICY, 10,
+             "the Secret patched")
         assert secret_of(kube, ns, sid)["token"] == token  # kept by the patch
         rev = g.cli_json("policy", "get", "ks1")
         assert rev["status"] == "loaded" and rev["policy"] == NEW_POLICY, rev

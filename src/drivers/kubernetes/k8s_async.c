@@ -48,11 +48,13 @@ struct k8s_async {
 	struct k8s_lane_arg args[LANES];
 	json_t *running; /* id -> op while its job is queued or working */
 	json_t *done; /* id -> {op, ok, error, record as the job left it, report} */
+	json_t *secrets; /* sandbox id -> {path, patch, failed}: Secret patches waiting */
 };
 
 static int lane_of(const char *op)
 {
-	return !strcmp(op, "reconcile") || !strcmp(op, "orphans") || !strcmp(op, "orphan")
+	return !strcmp(op, "reconcile") || !strcmp(op, "orphans") || !strcmp(op, "orphan") ||
+			       !strcmp(op, "secret")
 		       ? LANE_RECONCILE
 		       : LANE_LIFECYCLE;
 }
@@ -76,6 +78,54 @@ static int run_op(struct k8s_driver *wk, const char *op, json_t *job, json_t *re
 	return k8s_remove_orphan(wk, json_string_value(json_object_get(record, "id")), rep, err);
 }
 
+/* A secret job's key in running: apart from the sandbox's own, so a patch
+ * never makes the sandbox busy for its lifecycle. */
+static void secret_key(const char *id, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/secret", id);
+}
+
+/* Sends the newest patch waiting for sid until none is left; a failed one
+ * waits (marked failed) for k8s_async_secret_retry unless newer data came. */
+static void run_secret(struct k8s_driver *k, struct k8s_async *a, int lane, const char *sid)
+{
+	struct k8s_driver wk = *k;
+	wk.client = a->lanes[lane].client;
+	wk.host = NULL;
+	wk.async = NULL;
+	char key[160];
+	secret_key(sid, key, sizeof key);
+	for (;;) {
+		pthread_mutex_lock(&a->lock);
+		json_t *item = json_incref(json_object_get(a->secrets, sid));
+		json_object_del(a->secrets, sid);
+		if (!item)
+			json_object_del(a->running, key);
+		pthread_mutex_unlock(&a->lock);
+		if (!item)
+			return;
+		os_error err = { 0 };
+		const char *path = json_string_value(json_object_get(item, "path"));
+		int r = k8s_patch_secret(&wk, path, json_object_get(item, "patch"), &err);
+		if (r < 0) {
+			log_warn("kubernetes: sandbox %s: updating its supervisor Secret failed "
+				 "(retried "
+				 "at the next pass): %s",
+				 sid, err.msg);
+			pthread_mutex_lock(&a->lock);
+			if (!json_object_get(a->secrets, sid)) {
+				json_object_set_new(item, "failed", json_true());
+				json_object_set(a->secrets, sid, item);
+			}
+			json_object_del(a->running, key);
+			pthread_mutex_unlock(&a->lock);
+			json_decref(item);
+			return;
+		}
+		json_decref(item);
+	}
+}
+
 /* One job on a private copy of the driver: the lane's client and the
  * job's own token table, so nothing of the loop's is touched. */
 static void run_job(struct k8s_driver *k, struct k8s_async *a, int lane, json_t *job)
@@ -85,6 +135,10 @@ static void run_job(struct k8s_driver *k, struct k8s_async *a, int lane, json_t 
 	json_t *record = json_object_get(job, "record");
 	const char *id = json_string_value(json_object_get(job, "id"));
 	const char *op = json_string_value(json_object_get(job, "op"));
+	if (!strcmp(op, "secret")) {
+		run_secret(k, a, lane, json_string_value(json_object_get(record, "id")));
+		return;
+	}
 	_cleanup_json_ json_t *before = json_deep_copy(record), *rep = json_array();
 	wk.client = a->lanes[lane].client;
 	/* Checks read the watch's Pod snapshot (locked); lifecycle steps
@@ -161,6 +215,7 @@ int k8s_async_start(struct k8s_driver *k, struct k8s_client *const clients[2], i
 	pthread_cond_init(&a->wake, NULL);
 	a->running = json_object();
 	a->done = json_object();
+	a->secrets = json_object();
 	k->async = a;
 	for (int i = 0; i < LANES; i++) {
 		a->lanes[i].client = clients[i];
@@ -169,7 +224,7 @@ int k8s_async_start(struct k8s_driver *k, struct k8s_client *const clients[2], i
 		if (!a->lanes[i].queue)
 			return os_error_set(err, ENOMEM, "kubernetes: out of memory");
 	}
-	if (!a->running || !a->done)
+	if (!a->running || !a->done || !a->secrets)
 		return os_error_set(err, ENOMEM, "kubernetes: out of memory");
 	for (int i = 0; i < LANES; i++) {
 		int rc = pthread_create(&a->lanes[i].thread, NULL, worker_main, &a->args[i]);
@@ -378,6 +433,51 @@ void k8s_async_orphans_removed(struct k8s_driver *k, json_t *rep)
 	pthread_mutex_unlock(&a->lock);
 }
 
+/* Queues sid's secret job unless one runs (it sends the newest data before
+ * it ends). Under a->lock. */
+static int queue_secret(struct k8s_async *a, const char *sid)
+{
+	char key[160];
+	secret_key(sid, key, sizeof key);
+	if (json_object_get(a->running, key))
+		return 0;
+	json_t *job =
+		json_pack("{s:s, s:s, s:{s:s}}", "op", "secret", "id", key, "record", "id", sid);
+	if (!job)
+		return -1;
+	json_array_append_new(a->lanes[LANE_RECONCILE].queue, job);
+	json_object_set_new(a->running, key, json_string("secret"));
+	pthread_cond_broadcast(&a->wake);
+	return 0;
+}
+
+int k8s_async_secret(struct k8s_driver *k, const char *id, const char *path, const json_t *patch,
+		     os_error *err)
+{
+	struct k8s_async *a = k->async;
+	json_t *item = json_pack("{s:s, s:O}", "path", path, "patch", patch);
+	if (!item)
+		return os_error_set(err, ENOMEM, "kubernetes: out of memory");
+	pthread_mutex_lock(&a->lock);
+	json_object_set_new(a->secrets, id, item); /* newer data replaces what waits */
+	int r = queue_secret(a, id);
+	pthread_mutex_unlock(&a->lock);
+	return r < 0 ? os_error_set(err, ENOMEM, "kubernetes: out of memory") : 0;
+}
+
+void k8s_async_secret_retry(struct k8s_driver *k)
+{
+	struct k8s_async *a = k->async;
+	const char *id;
+	json_t *item;
+	pthread_mutex_lock(&a->lock);
+	json_object_foreach (a->secrets, id, item) {
+		if (json_is_true(json_object_get(item, "failed")))
+			queue_secret(a, id);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
 bool k8s_async_free(struct k8s_driver *k)
 {
 	struct k8s_async *a = k->async;
@@ -404,6 +504,7 @@ bool k8s_async_free(struct k8s_driver *k)
 	}
 	json_decref(a->running);
 	json_decref(a->done);
+	json_decref(a->secrets);
 	pthread_cond_destroy(&a->wake);
 	pthread_mutex_destroy(&a->lock);
 	free(a);

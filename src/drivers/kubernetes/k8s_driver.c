@@ -488,19 +488,34 @@ static int k8s_configure(struct driver *d, json_t *record, const struct driver_m
 	if (!json_object_size(data))
 		return 0;
 	patch = json_pack("{s:O}", "stringData", data);
-	struct k8s_status st = { 0 };
 	if (k8s_collection(k, KIND_SECRET, coll, sizeof coll, err) < 0 ||
 	    k8s_object_name(record, "-supervisor", name, sizeof name, err) < 0 ||
 	    str_format(path, sizeof path, err, "%s/%s", coll, name) < 0)
 		return -1;
+	/* Hosted, the patch goes to the reconcile lane (newest data wins, a
+	 * failure is retried by the next passes): a policy update never waits
+	 * on the apiserver. The running supervisor has the policy from its
+	 * session already; the Secret is what a restarted one reads. A token
+	 * stays in k->tokens too, for a create that has not run yet. */
+	if (k->async)
+		return k8s_async_secret(k, id, path, patch, err);
+	if (k8s_patch_secret(k, path, patch, err) < 0)
+		return os_error_prefix(err, "updating the supervisor Secret of %s", id);
+	json_object_del(k->tokens, id);
+	return 0;
+}
+
+int k8s_patch_secret(struct k8s_driver *k, const char *path, const json_t *patch, os_error *err)
+{
+	struct k8s_status st = { 0 };
 	if (k8s_call(k->client, "PATCH", path, patch, "application/merge-patch+json", NULL, &st,
-		     err) == 0) {
-		json_object_del(k->tokens, id);
+		     err) == 0)
+		return 0;
+	if (st.http == 404) { /* not created yet: create renders it from the record */
+		memset(err, 0, sizeof *err);
 		return 0;
 	}
-	if (st.http == 404) /* not created yet: create renders it from the record */
-		return 0;
-	return os_error_prefix(err, "updating the supervisor Secret of %s", id);
+	return -1;
 }
 
 static void k8s_free(struct driver *d)

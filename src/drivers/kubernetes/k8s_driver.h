@@ -68,6 +68,14 @@ int k8s_async_orphans(struct k8s_driver *k, json_t *const *records, size_t n, bo
 		      os_error *err);
 /* Report entries of finished orphan removals onto rep. */
 void k8s_async_orphans_removed(struct k8s_driver *k, json_t *rep);
+/* A supervisor Secret patch (path, merge patch) for sandbox id, sent on
+ * the reconcile lane; newer data for the same id replaces what waits. */
+int k8s_async_secret(struct k8s_driver *k, const char *id, const char *path, const json_t *patch,
+		     os_error *err);
+/* Queues again the patches that failed (called by each reconcile pass). */
+void k8s_async_secret_retry(struct k8s_driver *k);
+/* PATCH of a supervisor Secret; one not created yet (404) is no error. */
+int k8s_patch_secret(struct k8s_driver *k, const char *path, const json_t *patch, os_error *err);
 /* Stops the workers; false when one did not stop in time. */
 bool k8s_async_free(struct k8s_driver *k);
 

@@ -475,6 +475,7 @@ static int reconcile_hosted(struct k8s_driver *k, json_t *const *records, size_t
 		return os_error_prefix(err, "reconcile");
 	k->orphan_scan_due = false;
 	k8s_async_orphans_removed(k, rep);
+	k8s_async_secret_retry(k);
 	int rc = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *rid = json_string_value(json_object_get(records[i], "id"));
