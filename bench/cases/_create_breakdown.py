@@ -51,7 +51,11 @@ def creates(path):
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: _create_breakdown.py TRACE")
-    runs = list(creates(sys.argv[1]))
+    try:
+        runs = list(creates(sys.argv[1]))
+    except FileNotFoundError:
+        print(f"  no breakdown: {sys.argv[1]} was not written (binaries without trace marks)")
+        return
     print(f"  breakdown over {len(runs)} creates (median ms, OPENSHELL_TRACE marks):")
     for label, a, b in STEPS:
         ms = [(r[b] - r[a]) / 1e6 for r in runs if a in r and b in r and r[b] >= r[a]]
