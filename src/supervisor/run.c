@@ -154,7 +154,6 @@ int sup_run(const struct sup_options *o, int audit_fd, int *exit_code, os_error 
 	char url[64];
 	int rc = -1;
 
-	trace_init("supervisor");
 	trace_mark("start %s", o->desc.sandbox_id);
 	if (open_loop(o, &r, err) < 0 || boundary_up(o, &ctx, &r, &paddr, &ready, err) < 0 ||
 	    launch_spec_proxy_url(&paddr, url, sizeof url, err) < 0 ||
