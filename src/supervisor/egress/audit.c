@@ -55,6 +55,20 @@ void audit_close(struct audit *a)
 	free(a);
 }
 
+/* audit_write reserves the worst case of a record first, so the writers
+ * below copy into the line without a check or a call per piece (buf_append
+ * per piece was a fifth of a record's cost). */
+static void put(struct buf *b, const void *s, size_t n)
+{
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+}
+
+static void put_str(struct buf *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
 /* Appends s as a JSON string exactly as jansson's JSON_ENSURE_ASCII dump
  * wrote it before (readers see the same bytes): quotes, backslashes and
  * controls escaped, DEL kept, everything above ASCII as \uXXXX (surrogate
@@ -69,14 +83,14 @@ static bool put_string(struct buf *b, const char *s)
 	if (!utf8_valid(s, n, NULL))
 		return false;
 	char out[16];
-	buf_append(b, "\"", 1, NULL);
+	put(b, "\"", 1);
 	for (size_t i = 0; i < n;) {
 		size_t run = i;
 		while (run < n && (unsigned char)s[run] >= 0x20 && (unsigned char)s[run] < 0x80 &&
 		       s[run] != '"' && s[run] != '\\')
 			run++;
 		if (run > i) {
-			buf_append(b, s + i, run - i, NULL);
+			put(b, s + i, run - i);
 			i = run;
 			continue;
 		}
@@ -105,7 +119,7 @@ static bool put_string(struct buf *b, const char *s)
 				  : c == '\t' ? "\\t"
 					      : NULL;
 		if (esc) {
-			buf_append_str(b, esc, NULL);
+			put_str(b, esc);
 			continue;
 		}
 		uint32_t units[2] = { cp, 0 };
@@ -121,10 +135,10 @@ static bool put_string(struct buf *b, const char *s)
 			out[1] = 'u';
 			for (int d = 0; d < 4; d++)
 				out[2 + d] = hex[(units[k] >> (12 - 4 * d)) & 0xF];
-			buf_append(b, out, 6, NULL);
+			put(b, out, 6);
 		}
 	}
-	buf_append(b, "\"", 1, NULL);
+	put(b, "\"", 1);
 	return true;
 }
 
@@ -141,9 +155,9 @@ static size_t escaped_max(const char *s)
 
 static void put_key(struct buf *b, const char *k)
 {
-	buf_append(b, ",\"", 2, NULL);
-	buf_append_str(b, k, NULL);
-	buf_append(b, "\":", 2, NULL);
+	put(b, ",\"", 2);
+	put_str(b, k);
+	put(b, "\":", 2);
 }
 
 static void set_str(struct buf *b, const char *k, const char *v)
@@ -154,8 +168,6 @@ static void set_str(struct buf *b, const char *k, const char *v)
 	put_key(b, k);
 	if (!put_string(b, v))
 		b->len = mark; /* invalid UTF-8: the key is left out */
-	if (b->data)
-		b->data[b->len] = '\0';
 }
 
 /* Decimal digits of v, without snprintf (a third of a record's cost). */
@@ -180,7 +192,7 @@ static void set_int(struct buf *b, const char *k, long long v)
 		num[n++] = '-';
 	n += u64_digits(v < 0 ? 0 - (uint64_t)v : (uint64_t)v, num + n);
 	put_key(b, k);
-	buf_append(b, num, n, NULL);
+	put(b, num, n);
 }
 
 /* Seconds since the epoch with 7 fractional digits (what jansson's 17
@@ -216,8 +228,8 @@ void audit_write(struct audit *a, const struct audit_record *r)
 		return;
 	}
 	buf_reset(b);
-	buf_append_str(b, "{\"ts\":", NULL);
-	buf_append(b, num, tn, NULL);
+	put_str(b, "{\"ts\":");
+	put(b, num, tn);
 	set_str(b, "sandbox", a->sandbox);
 	set_str(b, "event", r->event);
 	set_str(b, "decision", r->decision);
@@ -239,7 +251,8 @@ void audit_write(struct audit *a, const struct audit_record *r)
 	set_str(b, "detail", r->detail);
 	if (r->generation)
 		set_int(b, "generation", (long long)r->generation);
-	buf_append(b, "}\n", 2, NULL);
+	put(b, "}\n", 2);
+	b->data[b->len] = '\0';
 	ssize_t w = write(a->fd, b->data, b->len);
 	if (w == (ssize_t)b->len)
 		a->written++;
