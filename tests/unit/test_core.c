@@ -176,6 +176,29 @@ static void file_write_atomic_set_writes_each_whole(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* str_join cuts as snprintf does and says the whole length; str_u64 is
+ * printf's %llu. */
+static void str_join_and_u64_match_snprintf(void **state)
+{
+	char out[8], want[8], num[21];
+	size_t n = str_join(out, sizeof out, "ab", "", "cdef", "ghij", NULL);
+	int w = snprintf(want, sizeof want, "%s%s%s%s", "ab", "", "cdef", "ghij");
+	assert_int_equal(n, (size_t)w);
+	assert_string_equal(out, want);
+	assert_int_equal(str_join(out, sizeof out, "abc", NULL), 3);
+	assert_string_equal(out, "abc");
+	assert_int_equal(str_join(out, 1, "abc", NULL), 3);
+	assert_string_equal(out, "");
+	assert_int_equal(str_join(NULL, 0, "abc", "d", NULL), 4);
+	const uint64_t vals[] = { 0, 7, 10, 65535, UINT64_MAX };
+	for (size_t i = 0; i < ARRAY_SIZE(vals); i++) {
+		char ref[32];
+		snprintf(ref, sizeof ref, "%llu", (unsigned long long)vals[i]);
+		assert_int_equal(str_u64(num, vals[i]), strlen(ref));
+		assert_string_equal(num, ref);
+	}
+}
+
 static void json_strict_rejects_duplicates_and_unknown_keys(void **state)
 {
 	os_error err = { 0 };
@@ -228,6 +251,7 @@ int main(void)
 		cmocka_unit_test(checked_arithmetic_detects_overflow),
 		cmocka_unit_test(fd_read_all_caps_input),
 		cmocka_unit_test(file_write_atomic_set_writes_each_whole),
+		cmocka_unit_test(str_join_and_u64_match_snprintf),
 		cmocka_unit_test(json_strict_rejects_duplicates_and_unknown_keys),
 		cmocka_unit_test(path_is_inside_is_strict_and_component_wise),
 	};
