@@ -20,6 +20,9 @@ static void usage(void)
 		"                      prints Gbit/s of one N-byte transfer\n"
 		"       netbench ws --target ADDR:PORT [--proxy ADDR:PORT] --messages N\n"
 		"                      prints messages/s of N echoed text messages\n"
+		"       netbench http --target HOST:PORT [--proxy ADDR:PORT] --requests N\n"
+		"                      [--conns C]  keep-alive GETs, one at a time per\n"
+		"                      connection (default 16); prints req/s, mean, p50, p99\n"
 		"       netbench idle --target ADDR:PORT --proxy ADDR:PORT --count N\n"
 		"                      opens N CONNECT tunnels, prints \"ready N\", holds them\n"
 		"                      until stdin reaches EOF\n"
@@ -31,6 +34,7 @@ struct client_opts {
 	struct nb_addr target, proxy;
 	int has_target, has_proxy;
 	uint64_t number;
+	uint64_t conns;
 };
 
 static int parse_client(int argc, char **argv, const char *count_flag, struct client_opts *o,
@@ -48,6 +52,9 @@ static int parse_client(int argc, char **argv, const char *count_flag, struct cl
 			if (nb_addr_parse(v, &o->proxy, err) < 0)
 				return os_error_prefix(err, "--proxy");
 			o->has_proxy = 1;
+		} else if (!strcmp(a, "--conns") && !strcmp(argv[1], "http")) {
+			if (parse_u64_str(v, 1, 256, &o->conns, err) < 0)
+				return os_error_prefix(err, "--conns");
 		} else if (!strcmp(a, count_flag)) {
 			if (parse_u64_str(v, 1, UINT64_C(1) << 40, &o->number, err) < 0)
 				return os_error_prefix(err, "%s", a);
@@ -85,6 +92,12 @@ static int run(int argc, char **argv, os_error *err)
 		if (parse_client(argc, argv, "--messages", &o, err) < 0)
 			return -1;
 		return nb_ws(&o.target, o.has_proxy ? &o.proxy : NULL, o.number, err);
+	}
+	if (!strcmp(mode, "http")) {
+		if (parse_client(argc, argv, "--requests", &o, err) < 0)
+			return -1;
+		return nb_http(&o.target, o.has_proxy ? &o.proxy : NULL, o.number,
+			       o.conns ? (unsigned)o.conns : 16, err);
 	}
 	if (!strcmp(mode, "idle")) {
 		if (parse_client(argc, argv, "--count", &o, err) < 0)

@@ -48,6 +48,10 @@ int nb_serve_ws(const struct nb_addr *a, os_error *err);
 int nb_ws(const struct nb_addr *target, const struct nb_addr *proxy, uint64_t count, os_error *err);
 int nb_bulk(const struct nb_addr *target, const struct nb_addr *proxy, uint64_t bytes,
 	    os_error *err);
+/* Keep-alive GETs on conns connections until requests are answered; prints
+ * req/s, mean, p50, p99 and the mean Little's law allows. */
+int nb_http(const struct nb_addr *target, const struct nb_addr *proxy, uint64_t requests,
+	    unsigned conns, os_error *err);
 int nb_idle(const struct nb_addr *target, const struct nb_addr *proxy, unsigned count,
 	    os_error *err);
 

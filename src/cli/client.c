@@ -91,6 +91,7 @@ struct sink {
 	int fd;
 	client_line_fn line; /* NDJSON streams: called per complete line */
 	void *user;
+	bool stopped; /* line returned < 0: the rest is not read */
 };
 
 static int on_lines(struct sink *s, const char *p, size_t len)
@@ -100,8 +101,10 @@ static int on_lines(struct sink *s, const char *p, size_t len)
 	char *nl;
 	while ((nl = memchr(s->b.data, '\n', s->b.len)) != NULL) {
 		size_t n = (size_t)(nl - s->b.data);
-		if (s->line(s->b.data, n, s->user) < 0)
+		if (s->line(s->b.data, n, s->user) < 0) {
+			s->stopped = true;
 			return -1;
+		}
 		buf_consume(&s->b, n + 1);
 	}
 	return 0;
@@ -158,7 +161,8 @@ int client_stream_lines(struct client *c, const char *path, client_line_fn line,
 	buf_init(&s.b, RESP_MAX);
 	int rc = perform(c, "GET", path, NULL, &s, &status, err);
 	/* A last line without its newline (an agent's final output) still counts. */
-	if (rc == 0 && status == 200 && s.b.len > 0 && line(s.b.data, s.b.len, user) < 0)
+	if (rc == 0 && status == 200 && !s.stopped && s.b.len > 0 &&
+	    line(s.b.data, s.b.len, user) < 0)
 		rc = -1;
 	buf_free(&s.b);
 	if (rc < 0)

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "json.h"
 #include "parse.h"
+#include "trace.h"
 
 #define WAIT_S 120
 
@@ -190,6 +191,42 @@ static void print_sandbox(struct cli *cli, const json_t *row)
 		printf("no pods\n");
 }
 
+struct settle_watch {
+	const char *const *phases;
+	bool settled, gone;
+};
+
+static int on_settle_event(const char *line, size_t len, void *user)
+{
+	struct settle_watch *w = user;
+	_cleanup_json_ json_t *ev = json_loadb(line, len, 0, NULL);
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	if (!type)
+		return -1; /* not a watch event: the poll below decides */
+	if (!strcmp(type, "DELETED"))
+		w->gone = true;
+	else if (strcmp(type, "SYNCED") != 0)
+		w->settled = phase_in(json_object_get(ev, "sandbox"), w->phases);
+	return w->settled || w->gone ? -1 : 0;
+}
+
+/* Waits for a phase in phases by watching (the gateway pushes the change the
+ * moment it is saved), then reads the row once. A watch that ends, fails or
+ * is refused (an older gateway) leaves the wait to the poll, which also
+ * owns every error message. */
+static json_t *wait_settled(struct cli *cli, const char *name, const char *const phases[],
+			    bool created)
+{
+	char seg[256], path[512];
+	struct settle_watch w = { .phases = phases };
+	if (cli_segment(seg, sizeof(seg), name) == 0) {
+		snprintf(path, sizeof(path), "/v1/sandboxes?watch=1&name=%s&timeout_s=%d", seg,
+			 WAIT_S);
+		(void)client_stream_lines(&cli->client, path, on_settle_event, &w, NULL);
+	}
+	return wait_phase_of(cli, name, phases, false, created);
+}
+
 static int create(struct cli *cli, int argc, char **argv)
 {
 	static const char *const settled[] = { "Ready",	    "Error",  "Stopped",
@@ -209,11 +246,15 @@ static int create(struct cli *cli, int argc, char **argv)
 				 "--detach leaves (use `openshell sandbox connect` later)");
 	if (!detach) /* the agent's own stdio, for this client to attach to */
 		json_object_set_new(body, "attach", attach_request(&fg));
+	trace_init("cli");
+	trace_mark("create-sent");
 	if (!(made = cli_create_call(cli, body, &created)))
 		return CLI_FAIL;
+	trace_mark("create-answered");
 	const char *name = json_string_value(json_object_get(made, "name"));
-	if (!(row = wait_phase_of(cli, name, settled, false, created)))
+	if (!(row = wait_settled(cli, name, settled, created)))
 		return CLI_FAIL;
+	trace_mark("settled-seen %s", json_string_value(json_object_get(row, "phase")));
 	/* Ready, or already over (the agent finished, or setting up failed): the
 	 * foreground run shows its output either way. */
 	if (!detach)

@@ -9,6 +9,7 @@
 #include "driver_view.h"
 #include "gateway.h"
 #include "json.h"
+#include "trace.h"
 #include "log.h"
 #include "parse.h"
 #include "policy.h"
@@ -185,7 +186,10 @@ static int insert_with_policy(struct gateway *gw, json_t *row, const char *polic
 		store_rollback(gw->store);
 		return -1;
 	}
-	return store_commit(gw->store, err);
+	if (store_commit(gw->store, err) < 0)
+		return -1;
+	server_sandboxes_changed(gw);
+	return 0;
 }
 
 /* Undoes what the driver holds for a sandbox that was never stored (its
@@ -219,6 +223,7 @@ static void create_stored(struct gateway *gw, json_t *row, const char *policy, c
 		json_object_set_new(row, "message", json_string(err.msg));
 	}
 	os_error serr = { 0 };
+	trace_mark("configured");
 	if (insert_with_policy(gw, row, policy, &serr) < 0) {
 		forget_unstored(gw, record);
 		api_fail(resp, &serr);
@@ -226,8 +231,10 @@ static void create_stored(struct gateway *gw, json_t *row, const char *policy, c
 	}
 	/* A create that fails leaves the row in Error with the reason, or
 	 * waiting for space: the caller sees which either way. */
+	trace_mark("stored");
 	if (strcmp(json_string_value(json_object_get(row, "phase")), "Error") != 0)
 		lifecycle_act(gw, row, "create", &err);
+	trace_mark("driver-created");
 	resp->status = 201;
 	resp->body = api_sandbox_view_of(gw, row);
 }
@@ -254,6 +261,7 @@ static void create(struct gateway *gw, const struct api_request *req, struct api
 	const char *policy = NULL, *given = NULL, *rid = NULL;
 	if (!body)
 		return;
+	trace_mark("create-request");
 	if (json_get_string(body, "name", false, &given, &err) < 0 ||
 	    json_get_string(body, "policy", false, &policy, &err) < 0 ||
 	    json_get_string(body, "client_request_id", false, &rid, &err) < 0 ||
@@ -360,6 +368,9 @@ static bool query_flag(const char *query, const char *key)
 	return false;
 }
 
+/* A day: the CLI asks for its wait (120 s); anything longer is a typo. */
+#define WATCH_TIMEOUT_MAX_S 86400
+
 static void watch(const struct api_request *req, struct api_response *resp)
 {
 	const char *name = strstr(req->query, "name=");
@@ -374,6 +385,18 @@ static void watch(const struct api_request *req, struct api_response *resp)
 		}
 		memcpy(resp->stream_sandbox, name, n);
 		resp->stream_sandbox[n] = '\0';
+	}
+	const char *t = strstr(req->query, "timeout_s=");
+	if (t && (t == req->query || t[-1] == '&')) {
+		uint64_t v = 0;
+		t += strlen("timeout_s=");
+		if (parse_u64(t, strcspn(t, "&"), 1, WATCH_TIMEOUT_MAX_S, &v, NULL) < 0) {
+			api_error(resp, 400, "invalid_argument",
+				  "timeout_s: expected whole seconds from 1 to %d",
+				  WATCH_TIMEOUT_MAX_S);
+			return;
+		}
+		resp->watch_timeout_s = (unsigned)v;
 	}
 	resp->status = 200;
 	resp->stream = true;

@@ -77,7 +77,9 @@ static void reconcile_pass(struct gateway *gw)
 			continue;
 		changed = true;
 		/* ESTALE: an API call wrote the row meanwhile; the next pass sees it. */
-		if (store_sandbox_update(gw->store, row, &werr) < 0 && werr.code != ESTALE)
+		if (store_sandbox_update(gw->store, row, &werr) == 0)
+			server_sandboxes_changed(gw);
+		else if (werr.code != ESTALE)
 			log_warn("%s reconcile: saving %s: %s", name,
 				 json_string_value(json_object_get(row, "name")), werr.msg);
 	}

@@ -85,6 +85,7 @@ struct api_response {
 	 * (exec_park), or the relay's connection joins its client (exec_attach). */
 	bool exec_park, exec_attach;
 	bool watch; /* a sandbox watch stream (watch.c); stream_sandbox = name filter */
+	unsigned watch_timeout_s; /* ?timeout_s=N: the watch ends after N s (0: never) */
 	bool authenticated; /* a valid admin or sandbox token came with it */
 	char exec_id[EXEC_ID_HEX + 1];
 	char exec_sandbox[64];
@@ -163,6 +164,10 @@ struct gateway_listen {
 };
 int server_start(struct gateway *gw, const struct gateway_listen *ls, os_error *err);
 void server_free(struct server *s);
+/* A sandbox row was written: every watch stream looks now instead of at its
+ * next tick (up to 200 ms later, on every create a CLI waits for). Kicks
+ * before the tick coalesce into one look. */
+void server_sandboxes_changed(struct gateway *gw);
 /* Queues one chunk on a streaming connection; it is sent from the loop, so
  * this never closes c under the caller. < 0 when the output cap is hit. */
 int server_conn_send(struct conn *c, const char *data, size_t len);

@@ -15,6 +15,7 @@
 #include "gateway.h"
 #include "json.h"
 #include "log.h"
+#include "trace.h"
 #include "loop.h"
 
 static const char *str(const json_t *o, const char *k)
@@ -46,6 +47,7 @@ static int save(struct gateway *gw, json_t *row, os_error *err)
 		return -1;
 	}
 	storage_ok(gw, str(row, "id"), str(row, "name"));
+	server_sandboxes_changed(gw);
 	return 0;
 }
 
@@ -209,6 +211,7 @@ static void drive_session(struct gateway *gw, json_t *row)
 	if (live && !ready) {
 		set(row, "Ready", "");
 		save(gw, row, NULL);
+		trace_mark("ready-saved %s", str(row, "id"));
 	} else if (!live && ready) {
 		log_warn("sandbox %s: supervisor session lost", str(row, "name"));
 		set(row, "Provisioning", LIFECYCLE_SESSION_LOST);
@@ -291,6 +294,7 @@ static void drive(struct gateway *gw, json_t *row)
 				      &err);
 		} else {
 			storage_ok(gw, str(row, "id"), str(row, "name"));
+			server_sandboxes_changed(gw);
 			log_info("sandbox %s deleted", str(row, "name"));
 		}
 		return;

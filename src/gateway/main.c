@@ -20,6 +20,7 @@
 #include "json.h"
 #include "driver_host.h"
 #include "log.h"
+#include "trace.h"
 #include "loop.h"
 #include "parse.h"
 #include "proctitle.h"
@@ -213,6 +214,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* Until the configured level is known: flag and config errors are records too. */
 	log_init("openshell-gateway", LOG_LVL_INFO, LOG_FMT_AUTO, STDERR_FILENO);
+	trace_init("gateway");
 	struct config *cfg = config_new(config_sections_all, config_sections_all_len, &err);
 	if (!cfg || parse_args(argc, argv, cfg, &check, &err) < 0) {
 		if (check) { /* the file (or an override) is what is wrong */

@@ -142,6 +142,14 @@ int server_start(struct gateway *gw, const struct gateway_listen *ls, os_error *
 	return 0;
 }
 
+void server_sandboxes_changed(struct gateway *gw)
+{
+	struct server *s = gw->server;
+	for (struct conn *c = s ? s->conns : NULL; c; c = c->next)
+		if (c->state == GW_STREAMING && c->resp.watch)
+			loop_timer_set(c->timer, 0, STREAM_TICK_MS, NULL);
+}
+
 void server_free(struct server *s)
 {
 	if (!s)

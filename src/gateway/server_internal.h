@@ -14,6 +14,8 @@
 #include "tls.h"
 
 #define OUT_CAP (8u << 20)
+/* A log or watch stream looks for news this often. */
+#define STREAM_TICK_MS 200
 
 /* fds[], ios[] and the budgets are indexed by listener. */
 #define GW_LISTENER_TCP 0
@@ -64,6 +66,7 @@ struct conn {
 	struct conn *peer; /* exec relay: the other end, or NULL */
 	json_t *watch_seen; /* watch streams: id -> last resource_version sent */
 	unsigned watch_failures; /* consecutive ticks the store could not be read */
+	uint64_t watch_end_ms; /* loop_now_ms() at which a timed watch ends, or 0 */
 	int listener; /* GW_LISTENER_* it came in on */
 	uint32_t peer_addr; /* TCP: the IPv4 source address (network order) */
 	bool pending; /* no request on it authenticated yet (server_budget.c) */

@@ -18,7 +18,6 @@
 #include "parse.h"
 #include "server_internal.h"
 
-#define STREAM_TICK_MS 200
 #define STREAM_READ 65536
 #define WATCH_FAILURES_MAX 25 /* ticks: 5 s */
 
@@ -119,6 +118,10 @@ static void watch_tick(struct conn *c)
 	if (events.len)
 		http_write_chunk(&c->out, events.data, events.len, NULL);
 	buf_free(&events);
+	if (c->watch_end_ms && loop_now_ms() >= c->watch_end_ms) {
+		http_write_last_chunk(&c->out, NULL);
+		server_conn_set_state(c, GW_WRITING);
+	}
 	server_conn_flush(c); /* may free c */
 }
 
@@ -184,6 +187,8 @@ static void start_stream(struct conn *c)
 	write_head(c, 200, c->resp.watch ? "application/x-ndjson" : "text/plain; charset=utf-8", 0,
 		   true);
 	server_conn_set_state(c, GW_STREAMING);
+	if (c->resp.watch_timeout_s)
+		c->watch_end_ms = loop_now_ms() + (uint64_t)c->resp.watch_timeout_s * 1000;
 	if (loop_timer_set(c->timer, 0, STREAM_TICK_MS, NULL) < 0) {
 		server_conn_close(c);
 		return;

@@ -13,6 +13,7 @@
 #include "gateway.h"
 #include "json.h"
 #include "log.h"
+#include "trace.h"
 #include "loop.h"
 
 #define PING_MS 2000
@@ -162,6 +163,7 @@ int sessions_attach(struct gateway *gw, const char *id, struct conn *c, os_error
 		e->c = c;
 	}
 	e->last_beat_ms = loop_now_ms();
+	trace_mark("session-opened %s", id);
 	log_info("sandbox %s: supervisor session opened", id);
 	/* A live session is what Ready waits for: drive this sandbox now, not
 	 * at the next tick (up to 300 ms on every create and start). Only this

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hostglob.h"
+#include "parse.h"
 #include "policy_gen_int.h"
 
 /* Calls fn for every endpoint whose host pattern matches host (normalised):
@@ -129,9 +130,12 @@ static void decide_connect(const struct policy_gen *g, const char *host, uint16_
 		set(out, POLICY_ALLOW, POLICY_R_ALLOWED);
 		out->endpoint = c.best;
 		out->policy = g->doc->networks[c.best->policy_index].name;
-		snprintf(out->rule, sizeof out->rule, "endpoints[%zu]", c.best->index);
-		snprintf(out->detail, sizeof out->detail, "CONNECT %s:%u allowed by policy %s", h,
-			 (unsigned)port, out->policy);
+		char idx[21], pn[21];
+		str_u64(idx, c.best->index);
+		str_u64(pn, port);
+		str_join(out->rule, sizeof out->rule, "endpoints[", idx, "]", NULL);
+		str_join(out->detail, sizeof out->detail, "CONNECT ", h, ":", pn,
+			 " allowed by policy ", out->policy, NULL);
 		return;
 	}
 	set(out, POLICY_DENY,

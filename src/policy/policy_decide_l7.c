@@ -7,6 +7,7 @@
 
 #include "canon.h"
 #include "hex.h"
+#include "parse.h"
 #include "pathglob.h"
 #include "policy_gen_int.h"
 
@@ -205,9 +206,13 @@ static void finish(struct policy_decision *out, const struct policy_endpoint *ep
 							     : POLICY_DENY;
 	/* "... not permitted by rule deny_rules[0] of policy web", or, no rule
 	 * decided, "... not permitted by policy web". */
-	snprintf(out->detail, sizeof out->detail, "%s %.200s %s by %s%spolicy %s", m, path,
-		 violation ? "not permitted" : "permitted", out->rule[0] ? out->rule : "",
-		 out->rule[0] ? " of " : "", out->policy);
+	char cut[201];
+	size_t pl = strlen(path);
+	memcpy(cut, path, pl < 200 ? pl : 200);
+	cut[pl < 200 ? pl : 200] = '\0';
+	str_join(out->detail, sizeof out->detail, m, " ", cut, " ",
+		 violation ? "not permitted" : "permitted", " by ", out->rule,
+		 out->rule[0] ? " of " : "", "policy ", out->policy, NULL);
 }
 
 void policy_decide_request(const struct policy_gen *g, const struct policy_endpoint *ep,
@@ -273,7 +278,8 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 			return;
 		}
 	if (ep->access && access_allows(ep->access, m)) {
-		snprintf(out->rule, sizeof out->rule, "access:%s", policy_access_name(ep->access));
+		str_join(out->rule, sizeof out->rule, "access:", policy_access_name(ep->access),
+			 NULL);
 		finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
 		return;
 	}

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "options.h"
 #include "run.h"
+#include "trace.h"
 
 static void usage(void)
 {
@@ -28,6 +29,8 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "--version"))
 		return printf("openshell-supervisor %s\n", OPENSHELL_VERSION) < 0;
 	signal(SIGPIPE, SIG_IGN);
+	trace_init("supervisor");
+	trace_mark("main");
 	log_init("openshell-supervisor", LOG_LVL_INFO, LOG_FMT_AUTO, STDERR_FILENO);
 	if (sup_options_parse(argc, argv, &o, &err) < 0) {
 		log_error("%s", err.msg);

@@ -24,6 +24,7 @@
 #include "selfguard.h"
 #include "session.h"
 #include "session_wiring.h"
+#include "trace.h"
 
 /* Test-only hook: OPENSHELL_TEST_FAIL_STEP=proxy leaves the proxy unstarted,
  * the real condition confirm must catch (nothing answers on the proxy port). */
@@ -59,6 +60,7 @@ static int boundary_up(const struct sup_options *o, const struct backend_context
 	socklen_t plen = 0;
 	if (backend_attach(&o->desc, ctx, &r->inst, &bound, err) < 0)
 		return -1;
+	trace_mark("attached");
 	if (backend_proxy_endpoint(&bound, paddr, &plen, err) < 0 ||
 	    (!proxy_withheld() && egress_start(r->loop, (struct sockaddr *)paddr, plen, &o->egress,
 					       &r->egress, err) < 0))
@@ -74,7 +76,11 @@ static int boundary_up(const struct sup_options *o, const struct backend_context
 					    o->desc.transparent_ports, o->desc.n_transparent_ports,
 					    err) < 0)
 		return os_error_prefix(err, "transparent path");
-	return backend_confirm(&bound, ready, err);
+	trace_mark("proxy-listening");
+	if (backend_confirm(&bound, ready, err) < 0)
+		return -1;
+	trace_mark("confirmed");
+	return 0;
 }
 
 /* The limits, the launch spec, the agent: only now does workload code run. */
@@ -98,6 +104,7 @@ static int agent_up(const struct sup_options *o, struct sup_run *r, backend_read
 	if (foreground_prepare(o, r, ready, *spec, err) < 0 ||
 	    backend_start_agent(ready, *spec, running, err) < 0)
 		return -1;
+	trace_mark("agent-started");
 	r->running = running;
 	return foreground_started(r, err);
 }
@@ -169,6 +176,7 @@ int sup_run(const struct sup_options *o, int audit_fd, int *exit_code, os_error 
 	char url[64];
 	int rc = -1;
 
+	trace_mark("start %s", o->desc.sandbox_id);
 	if (open_loop(o, &r, err) < 0 || boundary_up(o, &ctx, &r, &paddr, &ready, err) < 0 ||
 	    launch_spec_proxy_url(&paddr, url, sizeof url, err) < 0 ||
 	    agent_up(o, &r, &ready, url, &cg, &spec, &running, err) < 0 ||
@@ -177,6 +185,7 @@ int sup_run(const struct sup_options *o, int audit_fd, int *exit_code, os_error 
 	/* Setup is over: from here on the supervisor only parses hostile input. */
 	if (selfguard_apply(err) < 0)
 		goto out;
+	trace_mark("running");
 	log_info("sandbox %s running (backend %s, proxy %s, fd-passing guard %s)",
 		 o->desc.sandbox_id, o->desc.backend, url, guards_fdpass_state(&r.guards));
 	if (loop_run(r.loop, err) < 0)

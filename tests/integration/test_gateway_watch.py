@@ -141,3 +141,32 @@ def test_cli_list_watch_prints_events(gw):
     finally:
         p.terminate()
         p.wait(timeout=10)
+
+
+def test_watch_timeout_ends_the_stream(gw):
+    """?timeout_s=N ends the watch with the last chunk once N seconds have passed
+    (the CLI's create waits on such a watch, bounded as its poll was); what is
+    not whole seconds from 1 to a day is refused with the reason."""
+    w = Watch(gw, "watch=1&timeout_s=1")
+    try:
+        assert w.next().startswith("HTTP/1.1 200")
+        assert w.next() == {"type": "SYNCED"}
+        kind, _ = w.q.get(timeout=20)
+        assert kind == "end", kind
+    finally:
+        w.close()
+    for bad in ("0", "86401", "1x", "", "-1"):
+        status, body = gw.request("GET", f"/v1/sandboxes?watch=1&timeout_s={bad}")
+        assert status == 400 and "timeout_s" in body["message"], (bad, status, body)
+
+
+def test_create_waits_on_the_watch_and_says_why_it_failed(gw):
+    """The CLI's create waits for Ready on a watch; a sandbox that ends in Error
+    instead still fails the create with the gateway's reason (the poll that
+    follows the watch reads the row)."""
+    r = gw.cli("sandbox", "create", "--name", "w-ok", "--detach", "--", "sleep", "600",
+               check=0)
+    assert "Ready" in r.stdout, r.stdout + r.stderr
+    r = gw.cli("sandbox", "create", "--name", "w-bad", "--detach", "--",
+               "/nonexistent/agent", check=None)
+    assert r.returncode != 0 and "w-bad" in r.stderr, (r.returncode, r.stderr)

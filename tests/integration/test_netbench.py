@@ -166,3 +166,39 @@ def test_idle_holds_tunnels_until_stdin_closes(server):
         assert c.recv(1) == b""  # each tunnel closed once stdin reached EOF
         c.close()
     lsock.close()
+
+
+def test_http_client_counts_every_answer_and_agrees_with_littles_law(server):
+    """`netbench http`: the requests asked for are all answered on kept-alive
+    connections, and its mean is what Little's law allows for its rate (a
+    closed loop cannot report more), unlike wrk's here."""
+    port = server("serve-http")
+    r = subprocess.run([NETBENCH, "http", "--target", f"127.0.0.1:{port}", "--requests", "3000",
+                        "--conns", "4"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    f = dict(kv.split("=") for kv in r.stdout.split())
+    assert f["requests"] == "3000" and f["conns"] == "4", f
+    assert float(f["p50_ms"]) <= float(f["p99_ms"])
+    mean, little = float(f["mean_ms"]), float(f["little_mean_ms"])
+    assert mean <= little * 1.05, f
+
+
+def test_http_client_fails_on_an_answer_that_is_not_200():
+    """A stand-in server answering 403: no figure is printed."""
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+    port = lsock.getsockname()[1]
+    p = subprocess.Popen([NETBENCH, "http", "--target", f"127.0.0.1:{port}", "--requests", "5",
+                          "--conns", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    conn, _ = lsock.accept()
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        head += conn.recv(1)
+    assert head.startswith(b"GET / HTTP/1.1\r\n")
+    conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+    out, err = p.communicate(timeout=10)
+    conn.close()
+    lsock.close()
+    assert p.returncode == 1 and out == "" and "not a 200" in err, (out, err)

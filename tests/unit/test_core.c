@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -151,6 +153,75 @@ static void fd_read_all_caps_input(void **state)
 	close(p[0]);
 }
 
+/* Every file lands whole with its mode; a failure on a later file leaves no
+ * temp behind and the files before it renamed; more than FILE_SET_MAX is
+ * refused before anything is written. */
+static void file_write_atomic_set_writes_each_whole(void **state)
+{
+	char dir[] = "/tmp/oscore-set.XXXXXX", a[64], b[64], bad[96], tmp[96];
+	assert_non_null(mkdtemp(dir));
+	snprintf(a, sizeof a, "%s/a", dir);
+	snprintf(b, sizeof b, "%s/b", dir);
+	snprintf(bad, sizeof bad, "%s/missing/c", dir);
+	os_error err = { 0 };
+	for (int d = FILE_DURABLE; d <= FILE_THIS_BOOT; d++) {
+		const struct file_put two[] = { { a, "alpha" }, { b, "" } };
+		assert_int_equal(file_write_atomic_set(two, 2, 0640, d, &err), 0);
+		char *out = NULL;
+		size_t len = 0;
+		struct stat st;
+		assert_int_equal(file_read_all(a, 64, &out, &len, &err), 0);
+		assert_string_equal(out, "alpha");
+		free(out);
+		assert_int_equal(stat(b, &st), 0);
+		assert_int_equal(st.st_size, 0);
+		assert_int_equal(st.st_mode & 07777, 0640);
+	}
+	const struct file_put three[] = { { a, "new" }, { bad, "x" }, { b, "never" } };
+	assert_int_equal(file_write_atomic_set(three, 3, 0600, FILE_DURABLE, &err), -1);
+	assert_non_null(strstr(err.msg, "missing"));
+	char *out = NULL;
+	size_t len = 0;
+	assert_int_equal(file_read_all(a, 64, &out, &len, &err), 0);
+	assert_string_equal(out, "alpha"); /* nothing renamed: the write phase failed */
+	free(out);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d", a, (int)getpid());
+	assert_int_equal(access(tmp, F_OK), -1);
+	struct file_put many[FILE_SET_MAX + 1];
+	for (size_t i = 0; i < ARRAY_SIZE(many); i++)
+		many[i] = (struct file_put){ a, "x" };
+	memset(&err, 0, sizeof err);
+	assert_int_equal(file_write_atomic_set(many, ARRAY_SIZE(many), 0600, FILE_DURABLE, &err),
+			 -1);
+	assert_int_equal(err.code, E2BIG);
+	unlink(a);
+	unlink(b);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* str_join cuts as snprintf does and says the whole length; str_u64 is
+ * printf's %llu. */
+static void str_join_and_u64_match_snprintf(void **state)
+{
+	char out[8], want[8], num[21];
+	size_t n = str_join(out, sizeof out, "ab", "", "cdef", "ghij", NULL);
+	int w = snprintf(want, sizeof want, "%s%s%s%s", "ab", "", "cdef", "ghij");
+	assert_int_equal(n, (size_t)w);
+	assert_string_equal(out, want);
+	assert_int_equal(str_join(out, sizeof out, "abc", NULL), 3);
+	assert_string_equal(out, "abc");
+	assert_int_equal(str_join(out, 1, "abc", NULL), 3);
+	assert_string_equal(out, "");
+	assert_int_equal(str_join(NULL, 0, "abc", "d", NULL), 4);
+	const uint64_t vals[] = { 0, 7, 10, 65535, UINT64_MAX };
+	for (size_t i = 0; i < ARRAY_SIZE(vals); i++) {
+		char ref[32];
+		snprintf(ref, sizeof ref, "%llu", (unsigned long long)vals[i]);
+		assert_int_equal(str_u64(num, vals[i]), strlen(ref));
+		assert_string_equal(num, ref);
+	}
+}
+
 static void json_strict_rejects_duplicates_and_unknown_keys(void **state)
 {
 	os_error err = { 0 };
@@ -203,6 +274,8 @@ int main(void)
 		cmocka_unit_test(str_copy_never_truncates),
 		cmocka_unit_test(checked_arithmetic_detects_overflow),
 		cmocka_unit_test(fd_read_all_caps_input),
+		cmocka_unit_test(file_write_atomic_set_writes_each_whole),
+		cmocka_unit_test(str_join_and_u64_match_snprintf),
 		cmocka_unit_test(json_strict_rejects_duplicates_and_unknown_keys),
 		cmocka_unit_test(path_is_inside_is_strict_and_component_wise),
 	};

@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "json.h"
+#include "trace.h"
 #include "local_disk.h"
 #include "local_proc.h"
 #include "local_uid.h"
@@ -275,7 +276,10 @@ static int spawn(struct local_driver *ld, json_t *record, bool first, os_error *
 	local_file_remove(ld->state_dir, id, "exit");
 	local_file_remove(ld->state_dir, id, "stop_requested");
 	struct local_pid pid;
-	return local_proc_spawn(bufs[6], bufs[5], (char *const *)argv, &pid, err);
+	trace_mark("supervisor-spawn");
+	int rc = local_proc_spawn(bufs[6], bufs[5], (char *const *)argv, &pid, err);
+	trace_mark("supervisor-spawned");
+	return rc;
 }
 
 static int read_pid(struct local_driver *ld, const char *id, struct local_pid *pid)
@@ -511,18 +515,27 @@ static int local_configure(struct driver *d, json_t *record, const struct driver
 {
 	struct local_driver *ld = LD(d);
 	const char *id = rec_id(record);
+	const char *const names[] = { "policy.yaml", "credentials.json", "inference.json", "token",
+				      "gateway.url" };
+	const char *const texts[] = { m->policy_yaml, m->credentials_json, m->inference_json,
+				      m->sandbox_token, m->gateway_url };
+	char paths[ARRAY_SIZE(names)][LOCAL_PATH_MAX];
+	struct file_put files[ARRAY_SIZE(names)];
+	size_t n = 0;
 	if (local_dirs_create(ld->state_dir, id, err) < 0)
 		return -1;
-	if ((m->policy_yaml &&
-	     local_file_put(ld->state_dir, id, "policy.yaml", m->policy_yaml, err) < 0) ||
-	    (m->credentials_json &&
-	     local_file_put(ld->state_dir, id, "credentials.json", m->credentials_json, err) < 0) ||
-	    (m->inference_json &&
-	     local_file_put(ld->state_dir, id, "inference.json", m->inference_json, err) < 0) ||
-	    (m->sandbox_token &&
-	     local_file_put(ld->state_dir, id, "token", m->sandbox_token, err) < 0) ||
-	    (m->gateway_url &&
-	     local_file_put(ld->state_dir, id, "gateway.url", m->gateway_url, err) < 0))
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		if (!texts[i])
+			continue;
+		if (local_path(ld->state_dir, id, names[i], paths[n], err) < 0)
+			return -1;
+		files[n].path = paths[n];
+		files[n].data = texts[i];
+		n++;
+	}
+	/* Durable (the row that names them is stored next), in one journal
+	 * commit: one fsync per file cost ~5 ms each on every create. */
+	if (file_write_atomic_set(files, n, 0600, FILE_DURABLE, err) < 0)
 		return -1;
 	if (!m->policy_yaml && !m->credentials_json && !m->inference_json)
 		return 0;

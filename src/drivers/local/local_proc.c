@@ -32,12 +32,14 @@ uint64_t local_proc_start_time(pid_t pid)
 	return st.state == 'Z' ? 0 : st.start_time;
 }
 
-static int write_small(const char *dir, const char *name, const char *text, os_error *err)
+static int write_small(const char *dir, const char *name, const char *text, enum file_durability d,
+		       os_error *err)
 {
 	char path[4096];
 	if (str_format(path, sizeof(path), err, "%s/%s", dir, name) < 0)
 		return -1;
-	return file_write_atomic(path, text, strlen(text), 0600, err);
+	const struct file_put f = { path, text };
+	return file_write_atomic_set(&f, 1, 0600, d, err);
 }
 
 /* ARG_MAX is a quarter of the soft stack limit (and at most 6 MiB): 16 MiB
@@ -91,7 +93,11 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 	unsigned long long start = procfs_stat_read(sup, &pst, NULL) == 0 ? pst.start_time : 0;
 	char line[96];
 	snprintf(line, sizeof(line), "%d %llu %llu\n", (int)sup, start, (unsigned long long)mark);
-	if (write_small(dir, "supervisor.pid", line, NULL) < 0) {
+	/* FILE_THIS_BOOT: it names a process that a reboot ends, and is only
+	 * read against that process's start time; a lost or empty one reads as
+	 * gone, which after a power loss it is. The gateway waits for it on
+	 * every create, an fsync there cost one journal commit each. */
+	if (write_small(dir, "supervisor.pid", line, FILE_THIS_BOOT, NULL) < 0) {
 		/* Unrecorded, it would be an orphan nobody can stop; the driver
 		 * learns why ("E errno"), e.g. a full disk it can wait out. */
 		int saved = errno;
@@ -122,7 +128,7 @@ monitor(const char *dir, const char *log_path, char *const argv[], int report_fd
 	 * as lost instead of exited with its code (it stays "recording its exit
 	 * status" meanwhile, the supervisor a zombie). */
 	os_error werr = { 0 };
-	while (write_small(dir, "exit", line, &werr) < 0 &&
+	while (write_small(dir, "exit", line, FILE_DURABLE, &werr) < 0 &&
 	       (werr.code == ENOSPC || werr.code == EDQUOT))
 		sleep(1);
 	while (waitpid(sup, NULL, 0) < 0 && errno == EINTR)

@@ -31,7 +31,7 @@ void buf_reset(struct buf *b)
 		b->data[0] = '\0';
 }
 
-static int buf_reserve(struct buf *b, size_t need, os_error *err)
+int buf_reserve(struct buf *b, size_t need, os_error *err)
 {
 	size_t want;
 	if (!checked_add(need, 1, &want))

@@ -17,6 +17,9 @@ struct buf {
 void buf_init(struct buf *b, size_t cap);
 void buf_free(struct buf *b);
 void buf_reset(struct buf *b);
+/* Room for a len of need (within the cap is the caller's care): appends up
+ * to it then never allocate, so they cannot fail part way. */
+int buf_reserve(struct buf *b, size_t need, os_error *err);
 int buf_append(struct buf *b, const void *data, size_t len, os_error *err);
 int buf_append_str(struct buf *b, const char *s, os_error *err);
 int buf_printf(struct buf *b, os_error *err, const char *fmt, ...)

@@ -87,28 +87,97 @@ int file_read_all(const char *path, size_t cap, char **out, size_t *out_len, os_
 	return 0;
 }
 
-int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, os_error *err)
+/* The temp beside path: "PATH.tmp.PID". */
+static int temp_name(const char *path, char tmp[4096], os_error *err)
+{
+	int n = snprintf(tmp, 4096, "%s.tmp.%d", path, (int)getpid());
+	if (n < 0 || n >= 4096)
+		return os_error_set(err, ENAMETOOLONG, "path too long: %s", path);
+	return 0;
+}
+
+static int temp_write(const char *path, const void *data, size_t len, mode_t mode, int *fd,
+		      os_error *err)
 {
 	char tmp[4096];
-	int n = snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof tmp)
-		return os_error_set(err, ENAMETOOLONG, "path too long: %s", path);
-	_cleanup_close_ int fd =
-		open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-	if (fd < 0)
+	if (temp_name(path, tmp, err) < 0)
+		return -1;
+	*fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (*fd < 0)
 		return os_error_errno(err, "creating %s", tmp);
-	if (fchmod(fd, mode) < 0 || fd_write_all(fd, data, len, err) < 0 || fsync(fd) < 0) {
+	if (fchmod(*fd, mode) < 0 || fd_write_all(*fd, data, len, err) < 0) {
 		if (err && err->code == 0)
 			os_error_errno(err, "writing %s", tmp);
-		unlink(tmp);
-		return -1;
-	}
-	if (rename(tmp, path) < 0) {
-		os_error_errno(err, "renaming %s to %s", tmp, path);
-		unlink(tmp);
 		return -1;
 	}
 	return 0;
+}
+
+/* Closes the temps this call created and removes those not yet renamed
+ * (from renamed on). */
+static void temps_drop(const char *const *paths, const int *fds, size_t renamed, size_t n)
+{
+	char tmp[4096];
+	for (size_t i = 0; i < n; i++) {
+		if (fds[i] < 0)
+			continue;
+		close(fds[i]);
+		if (i >= renamed && temp_name(paths[i], tmp, NULL) == 0)
+			unlink(tmp);
+	}
+}
+
+static int write_set(const char *const *paths, const char *const *data, const size_t *lens,
+		     size_t n, mode_t mode, enum file_durability d, os_error *err)
+{
+	int fds[FILE_SET_MAX];
+	char tmp[4096];
+	size_t i, renamed = 0;
+	if (n > FILE_SET_MAX)
+		return os_error_set(err, E2BIG, "at most %d files at once", FILE_SET_MAX);
+	for (i = 0; i < n; i++)
+		fds[i] = -1;
+	for (i = 0; i < n; i++)
+		if (temp_write(paths[i], data[i], lens[i], mode, &fds[i], err) < 0)
+			goto fail;
+	for (i = 0; d == FILE_DURABLE && i < n; i++)
+		if (fsync(fds[i]) < 0) {
+			os_error_errno(err, "writing %s", paths[i]);
+			goto fail;
+		}
+	for (i = 0; i < n; i++) {
+		if (temp_name(paths[i], tmp, err) < 0)
+			goto fail;
+		if (rename(tmp, paths[i]) < 0) {
+			os_error_errno(err, "renaming %s to %s", tmp, paths[i]);
+			goto fail;
+		}
+		renamed = i + 1;
+	}
+fail:
+	temps_drop(paths, fds, renamed, n);
+	return renamed == n ? 0 : -1;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, os_error *err)
+{
+	const char *d = data;
+	return write_set(&path, &d, &len, 1, mode, FILE_DURABLE, err);
+}
+
+int file_write_atomic_set(const struct file_put *files, size_t n, mode_t mode,
+			  enum file_durability d, os_error *err)
+{
+	const char *paths[FILE_SET_MAX], *data[FILE_SET_MAX];
+	size_t lens[FILE_SET_MAX];
+	if (n > FILE_SET_MAX)
+		return os_error_set(err, E2BIG, "at most %d files at once", FILE_SET_MAX);
+	for (size_t i = 0; i < n; i++) {
+		paths[i] = files[i].path;
+		data[i] = files[i].data;
+		lens[i] = strlen(files[i].data);
+	}
+	return write_set(paths, data, lens, n, mode, d, err);
 }
 
 static bool fd_is_kept(int fd, const int *keep, size_t nkeep)

@@ -157,3 +157,36 @@ int parse_port_list(const char *s, uint16_t *out, size_t max, size_t *n, os_erro
 	} while (p);
 	return 0;
 }
+
+size_t str_join(char *dst, size_t cap, ...)
+{
+	va_list ap;
+	size_t total = 0;
+	va_start(ap, cap);
+	for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *)) {
+		size_t n = strlen(s);
+		if (cap && total < cap - 1) {
+			size_t room = cap - 1 - total;
+			memcpy(dst + total, s, n < room ? n : room);
+		}
+		total += n;
+	}
+	va_end(ap);
+	if (cap)
+		dst[total < cap - 1 ? total : cap - 1] = '\0';
+	return total;
+}
+
+size_t str_u64(char out[21], uint64_t v)
+{
+	char rev[20];
+	size_t n = 0;
+	do {
+		rev[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		out[i] = rev[n - 1 - i];
+	out[n] = '\0';
+	return n;
+}

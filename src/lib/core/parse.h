@@ -28,6 +28,13 @@ int parse_hex_u64(const char *s, size_t len, uint64_t max, uint64_t *out, os_err
 /* Copies src into dst[cap] including the NUL; fails (ENAMETOOLONG) rather
  * than truncating. */
 int str_copy(char *dst, size_t cap, const char *src, os_error *err);
+/* Joins the strings up to the NULL into dst[cap], cut to cap - 1 bytes as
+ * snprintf cuts (NUL-terminated when cap > 0); returns the whole join's
+ * length. For per-request text: snprintf's format parsing was a sixth of
+ * the proxy's instructions per keep-alive request. */
+size_t str_join(char *dst, size_t cap, ...) __attribute__((sentinel));
+/* The decimal digits of v and a NUL into out; returns their count. */
+size_t str_u64(char out[21], uint64_t v);
 /* snprintf that fails instead of truncating. */
 int str_format(char *dst, size_t cap, os_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

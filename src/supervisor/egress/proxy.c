@@ -486,6 +486,8 @@ void conn_step(struct conn *c)
 static void on_conn_io(struct loop *l, struct loop_io *w, int fd, unsigned events, void *data)
 {
 	struct conn *c = data;
+	if (events & (LOOP_IN | LOOP_HUP | LOOP_ERR))
+		stream_readable(fd == c->upstream.fd ? &c->upstream : &c->client);
 	if (fd == c->upstream.fd && c->state == ST_READ_HEAD && (events & (LOOP_ERR | LOOP_HUP))) {
 		upstream_drop(c); /* an idle kept-alive upstream went away */
 		conn_step(c);

@@ -191,7 +191,7 @@ static bool judge_connect(struct conn *c)
 		return false;
 	}
 	c->ep = d.endpoint;
-	snprintf(c->policy_name, sizeof c->policy_name, "%s", d.policy ? d.policy : "");
+	str_join(c->policy_name, sizeof c->policy_name, d.policy ? d.policy : "", NULL);
 	return true;
 }
 
@@ -307,8 +307,11 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	os_error err = { 0 };
 	struct buf *o = &c->uout;
 	const struct proxy_config *cfg = proxy_cfg(c->proxy);
-	if (buf_printf(o, &err, "%s %s%s%.*s HTTP/1.1\r\n", method, canon,
-		       req->has_query ? "?" : "", (int)req->query.len, req->query.p) < 0)
+	if (buf_append_str(o, method, &err) < 0 || buf_append(o, " ", 1, &err) < 0 ||
+	    buf_append_str(o, canon, &err) < 0 ||
+	    (req->has_query && (buf_append(o, "?", 1, &err) < 0 ||
+				buf_append(o, req->query.p, req->query.len, &err) < 0)) ||
+	    buf_append(o, " HTTP/1.1\r\n", 11, &err) < 0)
 		return -1;
 	struct buf val;
 	buf_init(&val, 16384);
@@ -411,7 +414,7 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	}
 	/* Logged paths never carry the query. */
 	char logged[TARGET_MAX];
-	snprintf(logged, sizeof logged, "%s", canon[0] ? canon : "(rejected)");
+	str_join(logged, sizeof logged, canon[0] ? canon : "(rejected)", NULL);
 	if (d.verdict == POLICY_DENY) {
 		reply_policy_denied(c, &d, method, logged);
 		return;

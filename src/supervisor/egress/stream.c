@@ -14,6 +14,12 @@ void stream_init(struct stream *s, int fd)
 	s->ssl = NULL;
 	s->want = 0;
 	s->eof = false;
+	s->drained = false;
+}
+
+void stream_readable(struct stream *s)
+{
+	s->drained = false;
 }
 
 void stream_set_tls(struct stream *s, SSL *ssl)
@@ -51,17 +57,25 @@ ssize_t stream_read(struct stream *s, void *buf, size_t len)
 		int r = SSL_read_ex(s->ssl, buf, len, &got);
 		return r == 1 ? (ssize_t)got : ssl_result(s, r);
 	}
+	if (s->drained) {
+		s->drained = false;
+		s->want = LOOP_IN;
+		return STREAM_AGAIN;
+	}
 	for (;;) {
 		ssize_t n = read(s->fd, buf, len);
 		if (n >= 0) {
 			if (n == 0)
 				s->eof = true;
+			/* Saves the read that would only say EAGAIN. */
+			s->drained = n > 0 && (size_t)n < len;
 			return n;
 		}
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN) {
 			s->want = LOOP_IN;
+			s->drained = true;
 			return STREAM_AGAIN;
 		}
 		return STREAM_ERROR;

@@ -162,15 +162,19 @@ const char *tls_ca_cert_pem(const struct tls_ca *ca)
 	return ca->ca_pem;
 }
 
+/* FILE_THIS_BOOT: the CA is made anew at every start (a fresh key), so
+ * these files never outlive the process that wrote them in any way that
+ * matters; an fsync here cost a journal commit on every sandbox start. */
 int tls_ca_write_files(const struct tls_ca *ca, const char *ca_path, const char *bundle_path,
 		       const char *system_roots, os_error *err)
 {
-	if (file_write_atomic(ca_path, ca->ca_pem, strlen(ca->ca_pem), 0644, err) < 0)
-		return -1;
 	_cleanup_free_ char *roots = NULL;
 	size_t roots_len = 0;
 	if (system_roots && file_read_all(system_roots, 16u << 20, &roots, &roots_len, err) < 0)
 		return os_error_prefix(err, "reading system roots");
+	if (roots && memchr(roots, '\0', roots_len))
+		return os_error_set(err, EINVAL, "system roots %s: a NUL byte is no PEM",
+				    system_roots);
 	size_t ca_len = strlen(ca->ca_pem);
 	_cleanup_free_ char *bundle = malloc(roots_len + ca_len + 2);
 	if (!bundle)
@@ -182,8 +186,9 @@ int tls_ca_write_files(const struct tls_ca *ca, const char *ca_path, const char 
 		if (bundle[n - 1] != '\n')
 			bundle[n++] = '\n';
 	}
-	memcpy(bundle + n, ca->ca_pem, ca_len);
-	return file_write_atomic(bundle_path, bundle, n + ca_len, 0644, err);
+	memcpy(bundle + n, ca->ca_pem, ca_len + 1);
+	const struct file_put files[] = { { ca_path, ca->ca_pem }, { bundle_path, bundle } };
+	return file_write_atomic_set(files, 2, 0644, FILE_THIS_BOOT, err);
 }
 
 static X509 *sign_leaf(struct tls_ca *ca, const char *host)

@@ -20,6 +20,7 @@
 #include "execframe.h"
 #include "json.h"
 #include "log.h"
+#include "trace.h"
 #include "parse.h"
 #include "session_net.h"
 #include "session_stream.h"
@@ -166,6 +167,7 @@ static int on_message(void *user, const struct session_msg *m, os_error *err)
 		s->up = true;
 		s->backoff_ms = 0;
 		s->last_fail[0] = '\0';
+		trace_mark("session-hello");
 		log_info("session: connected to the gateway (policy revision %llu there)",
 			 (unsigned long long)m->revision);
 		return 0;
