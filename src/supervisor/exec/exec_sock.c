@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "loop.h"
@@ -60,8 +61,30 @@ bool exec_sock_pending(const struct exec_sock *s)
 	return s->ssl && SSL_pending(s->ssl) > 0;
 }
 
+/* How long the end waits for the peer to close after our last frame. */
+#define LINGER_MS 2000
+
 void exec_sock_end(struct exec_sock *s)
 {
 	session_tls_close_notify(s->ssl);
 	shutdown(s->fd, SHUT_WR);
+	/* Closing with unread input (a client still streaming an upload the
+	 * sandbox refused) makes the kernel answer with a reset, which can
+	 * destroy the exit frame before the client reads it. So read and
+	 * drop what still comes until the peer closes (it does once it has the
+	 * status), for a bounded time. Raw bytes: nothing in them matters now. */
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long left = LINGER_MS - ((now.tv_sec - t0.tv_sec) * 1000L +
+					 (now.tv_nsec - t0.tv_nsec) / 1000000L);
+		struct pollfd pf = { .fd = s->fd, .events = POLLIN };
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+			return;
+		char sink[16384];
+		ssize_t n = read(s->fd, sink, sizeof sink);
+		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+			return;
+	}
 }
