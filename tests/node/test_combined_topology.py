@@ -86,16 +86,22 @@ def test_combined_sandbox_egress_only_through_its_supervisor(release, servers, t
 
     assert_audited(c, ns, name, servers)
     assert_canary_reachable_unfenced(release, servers, "canary-control-c")
-    # exec goes through the supervisor's session, as locally: the command
-    # runs confined like the agent (its uid, no way out but the proxy).
-    # (upload/download are not here: the agent's view in this Pod has no
-    # /sandbox workspace yet, docs/kubernetes.md.)
+    # exec and files go through the supervisor's session, as locally: the
+    # command runs confined like the agent (its uid, no way out but the
+    # proxy), and the workspace volume is the agent's /sandbox.
     hits = len(servers.canary_hits)  # the control's, above
     r = release.cli("sandbox", "exec", "comb1", "--", "/bin/sh", "-c",
                     f"id -u; nc -w 3 {node.host_ip} {servers.canary_port} </dev/null; "
                     "echo direct_rc=$?")
     assert r.returncode == 0 and "direct_rc=0" not in r.stdout, r
     assert r.stdout.split()[0] != "0", r.stdout  # not root
+    local = tmp_path / "up.txt"
+    local.write_text("uploaded through the session\n")
+    r = release.cli("sandbox", "upload", "comb1", str(local), "up.txt")
+    assert r.returncode == 0, r
+    back = tmp_path / "down.txt"
+    r = release.cli("sandbox", "download", "comb1", "up.txt", str(back))
+    assert r.returncode == 0 and back.read_text() == local.read_text(), r
     assert len(servers.canary_hits) == hits, servers.canary_hits
     assert release.cli("sandbox", "delete", "comb1").returncode == 0
     # The follower ends by itself once the Pod (and so its log) is gone.

@@ -334,10 +334,12 @@ static json_t *supervisor_argv(const struct k8s_settings *s, const json_t *recor
 					 "--split-control-port", "7443", "--run-dir",
 					 K8S_SUPERVISOR_RUN_DIR)
 			     /* inpod (combined): runs from the bundle copied into the
-		       * workload image, whose own trust store may be empty. */
-			     : json_pack("[s, s, s, s]", "--launcher",
+		       * workload image, whose own trust store may be empty; the
+		       * workspace volume (at /sandbox) is the agent's workspace,
+		       * bound into its view as on a host (upload/download use it). */
+			     : json_pack("[s, s, s, s, s, s]", "--launcher",
 					 K8S_BUNDLE_DIR "/bin/openshell-sandbox", "--upstream-ca",
-					 K8S_BUNDLE_CA);
+					 K8S_BUNDLE_CA, "--workdir", "/sandbox");
 	/* The operator's split_binary_identity = "endpoint-only", as recorded at
 	 * creation: binaries lists are then judged by endpoint alone. */
 	if (more && split &&
