@@ -416,8 +416,14 @@ static void logs(struct gateway *gw, const struct api_request *req, json_t *row,
 		int fd = -1;
 		if (ops->logs(gw->driver, rec, query_flag(req->query, "audit"),
 			      query_flag(req->query, "follow"), &fd, &err) < 0) {
-			api_error(resp, err.code == EBUSY ? 503 : 502,
-				  err.code == EBUSY ? "busy" : "backend", "%s", err.msg);
+			api_error(resp,
+				  err.code == EBUSY	? 503
+				  : err.code == ENOTSUP ? 422
+							: 502,
+				  err.code == EBUSY	? "busy"
+				  : err.code == ENOTSUP ? "unsupported"
+							: "backend",
+				  "%s", err.msg);
 			return;
 		}
 		resp->stream_pipe = true;

@@ -79,6 +79,11 @@ def test_combined_sandbox_egress_only_through_its_supervisor(release, servers, t
     follower = subprocess.Popen([build.binary("openshell"), "sandbox", "logs", "comb1",
                                  "--follow"], stdout=subprocess.PIPE, text=True,
                                 env=release.cli_env())
+    # The agent prints a line shaped like an allow record: the Pod's log
+    # mixes its output with the supervisor's, so --audit is refused here
+    # rather than offering it as a decision (dedicated serves it: its test).
+    r = release.cli("sandbox", "logs", "comb1", "--audit")
+    assert r.returncode != 0 and "422" in r.stderr, r
     # The allowed request left from the Pod itself (its proxy); nothing
     # reached the canary, neither through the proxy nor directly.
     assert [h[0] for h in servers.allowed_hits] == [pod["status"]["podIP"]], servers.allowed_hits

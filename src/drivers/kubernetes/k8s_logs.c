@@ -130,6 +130,16 @@ static int log_source(struct k8s_driver *k, const json_t *record, bool audit, ch
 	const char *topo = json_string_value(
 		json_object_get(json_object_get(record, "placement"), "topology"));
 	bool dedicated = topo && !strcmp(topo, "dedicated-supervisor");
+	/* A combined Pod's one container log carries the agent's own output
+	 * beside the supervisor's records: an agent could print lines that look
+	 * like decision records, so they are never offered as the audit. */
+	if (audit && !dedicated)
+		return os_error_set(
+			err, ENOTSUP,
+			"--audit is not available in the combined topology: the Pod's "
+			"log mixes the agent's output with the supervisor's records, so "
+			"they cannot be told apart (read the supervisor's records with "
+			"the dedicated-supervisor topology)");
 	*container = dedicated && audit ? "supervisor" : "agent";
 	return k8s_object_name(record,
 			       dedicated ? (audit ? "-supervisor" : "-workload") : "-sandbox", pod,
@@ -141,7 +151,7 @@ int k8s_logs(struct driver *d, const json_t *record, bool audit, bool follow, in
 {
 	struct k8s_driver *k = (struct k8s_driver *)d;
 	char coll[512], pod[96];
-	const char *container;
+	const char *container = "agent";
 	if (k8s_collection(k, &k8s_kinds[0], coll, sizeof coll, err) < 0 ||
 	    log_source(k, record, audit, pod, sizeof pod, &container, err) < 0)
 		return -1;
