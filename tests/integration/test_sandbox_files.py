@@ -365,10 +365,14 @@ def test_port_forward_reaches_the_agents_loopback_server(gw):
         assert got == blob.upper()
         s.close()
         # A port nothing listens on: the connection closes, with a message.
-        p2 = subprocess.Popen([CLI, "sandbox", "port-forward", "box", f"{port + 1}:7999"],
+        # (a port of its own: port + 1 may be anyone's, and was once in CI)
+        port2 = free_port()
+        p2 = subprocess.Popen([CLI, "sandbox", "port-forward", "box", f"{port2}:7999"],
                               env=gw.env, stderr=subprocess.PIPE)
-        wait_for(lambda: _connects(port + 1), timeout=20, what="the second listener")
-        s = socket.create_connection(("127.0.0.1", port + 1), timeout=10)
+        wait_for(lambda: p2.poll() is not None or _connects(port2), timeout=20,
+                 what="the second listener")
+        assert p2.poll() is None, p2.communicate()[1]
+        s = socket.create_connection(("127.0.0.1", port2), timeout=10)
         assert s.recv(10) == b""
         p2.terminate()
         assert b"127.0.0.1:7999" in p2.communicate(timeout=10)[1]

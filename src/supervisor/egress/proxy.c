@@ -368,6 +368,7 @@ void conn_update_interest(struct conn *c)
 		u_in = uin_room;
 		break;
 	case ST_CLOSING:
+		c_in = c->lingering;
 		break;
 	}
 	if (c->cio)
@@ -432,6 +433,8 @@ static enum step_result step_state(struct conn *c)
 	case ST_CLOSING:
 		if (c->cout.len > 0)
 			return STEP_WAIT;
+		if (conn_linger_start(c) && !conn_linger_step(c))
+			return STEP_WAIT;
 		conn_close(c);
 		return STEP_CLOSED;
 	}
@@ -478,7 +481,7 @@ void conn_step(struct conn *c)
 	}
 	/* The first head's deadline runs from accept (armed there): bytes
 	 * trickled in one at a time must not extend it (slowloris). */
-	if (moved && !(c->state == ST_READ_HEAD && c->mode == MODE_NONE))
+	if (moved && !c->lingering && !(c->state == ST_READ_HEAD && c->mode == MODE_NONE))
 		loop_timer_set(c->timer, c->proxy->cfg.limits.idle_timeout_ms, 0, NULL);
 	conn_update_interest(c);
 }
@@ -503,6 +506,10 @@ static void on_conn_io(struct loop *l, struct loop_io *w, int fd, unsigned event
 static void on_conn_timer(struct loop *l, struct loop_timer *t, void *data)
 {
 	struct conn *c = data;
+	if (c->lingering) {
+		conn_close(c); /* the agent kept sending: enough */
+		return;
+	}
 	if (c->transparent && c->state == ST_READ_HEAD && c->mode == MODE_NONE && c->cin.len == 0) {
 		/* Slowloris on the transparent path: no ClientHello or request
 		 * head in time; nothing can be said in a protocol not yet known. */

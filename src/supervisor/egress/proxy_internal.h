@@ -82,6 +82,10 @@ struct conn {
 	struct http_parser parser; /* request heads from the agent */
 	struct http_parser rparser; /* response heads from the upstream */
 	bool dead; /* closed; freed by a deferred call */
+	/* ST_CLOSING with the answer out: half-closed, discarding what the
+	 * agent still sends before the real close (proxy_linger.c). */
+	bool lingering;
+	size_t linger_read;
 	/* local: our address, or on the transparent path the original
 	 * destination (what the agent's own socket names as its peer). */
 	struct sockaddr_storage peer, local;
@@ -248,6 +252,12 @@ size_t conn_read_room(struct conn *c, size_t want);
  * false when the sandbox's cap is reached. */
 bool conn_take_upstream(struct conn *c);
 void conn_put_upstream(struct conn *c);
+
+/* proxy_linger.c: the close after a final answer. start: half-closes and
+ * returns true when the agent may still send (then the connection
+ * lingers); false: close now. step: discards input, true once done. */
+bool conn_linger_start(struct conn *c);
+bool conn_linger_step(struct conn *c);
 
 /* proxy_reply.c: answers to the agent, each with an audit record */
 /* Queues a complete JSON answer (body is consumed) and closes after it. */
