@@ -135,6 +135,57 @@ static int add_policy_path(struct view *v, const struct launch_spec *s, const ch
 	return 0;
 }
 
+/* The shortest read_write entry path lies strictly inside, or NULL. */
+static const char *outermost_writable_parent(const struct launch_spec *s, const char *path)
+{
+	const char *outer = NULL;
+	for (size_t i = 0; i < s->n_rw; i++)
+		if (path_is_inside(path, s->rw_paths[i]) &&
+		    (!outer || strlen(s->rw_paths[i]) < strlen(outer)))
+			outer = s->rw_paths[i];
+	return outer;
+}
+
+static bool has_entry(const struct view *v, const char *path)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (!strcmp(v->e[i].path, path))
+			return true;
+	return false;
+}
+
+/* A read_only entry inside a read_write tree is held at its place: every
+ * directory between the outermost such tree and it is bound onto itself
+ * (writable as before) and so becomes a mount point, which the kernel
+ * never renames, removes or replaces (EBUSY). Without that the agent
+ * renames a parent away (the read-only mount moves along with it), makes a
+ * new directory and writes its own file under the policy's read-only
+ * name, in the view and on the host, for every later run. The check is by
+ * dentry, so another spelling of the same directory is held too. */
+static int pin_parents(struct view *v, const struct launch_spec *s, const char *path,
+		       os_error *err)
+{
+	const char *outer = outermost_writable_parent(s, path);
+	char dir[PATH_MAX], real[PATH_MAX];
+	struct stat st;
+	if (!outer)
+		return 0;
+	if (str_copy(dir, sizeof dir, path, err) < 0)
+		return -1;
+	size_t outer_len = strlen(outer);
+	for (char *slash = strrchr(dir, '/'); slash && (size_t)(slash - dir) > outer_len;
+	     slash = strrchr(dir, '/')) {
+		*slash = '\0';
+		if (has_entry(v, dir))
+			continue; /* a policy entry: a mount point already */
+		if (!realpath(dir, real) || stat(real, &st) < 0)
+			return os_error_errno(err, "parent %s of read_only %s", dir, path);
+		if (add_entry(v, dir, real, true, &st, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int by_length(const void *a, const void *b)
 {
 	const struct view_entry *x = a, *y = b;
@@ -154,6 +205,11 @@ static int collect(const struct launch_spec *s, struct view *v, os_error *err)
 			return -1;
 	for (size_t i = 0; i < s->n_rw; i++)
 		if (add_policy_path(v, s, s->rw_paths[i], true, err) < 0)
+			return -1;
+	/* After every policy entry, so a pin never shadows one (by_length puts
+	 * read_write after read_only for the same path). */
+	for (size_t i = 0, n = v->n; i < n; i++)
+		if (!v->e[i].rw && pin_parents(v, s, v->e[i].path, err) < 0)
 			return -1;
 	/* A terminal session's fd 0 is a /dev/pts node (the agent's, or later
 	 * an exec'd command's): ttyname() must find it. Bound as it is;

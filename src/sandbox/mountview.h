@@ -20,7 +20,10 @@
  * most specific entry wins: read_only entries ro,nosuid (and nodev unless
  * the entry is a device node itself), read_write ones with the flags of
  * the mount they come from; a symlinked entry (/lib -> usr/lib) appears
- * under both names. The view's /proc and /tmp are its own, and the working
+ * under both names; the directories between a read_write entry and a
+ * read_only one inside it are bound onto themselves, so none of them can
+ * be renamed or removed (EBUSY) to move the read-only mount away from its
+ * name. The view's /proc and /tmp are its own, and the working
  * directory exists (empty) even when unlisted. Then pivot_root into it and
  * detach the old root. Missing paths are skipped (Landlock reports them). */
 int mountview_build(const struct launch_spec *s, os_error *err);

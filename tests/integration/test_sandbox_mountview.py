@@ -6,6 +6,7 @@ without a mount namespace a policy that nests read_only inside read_write is
 refused instead of run with less than it says."""
 
 import errno
+import json
 import os
 
 import pytest
@@ -183,3 +184,48 @@ def test_a_symlink_planted_in_a_writable_tree_is_not_followed(tree):
     os.chmod(os.path.join(planted, "f"), 0o644)
     r = su.run(s)
     assert r.rc == 0 and su.probe_lines(r.stdout)["open_read"] == 0, r
+
+
+ATTEMPTS = r"""
+import errno, json, os, sys
+rw, f = sys.argv[1], sys.argv[2]
+def err(fn, *a):
+    try:
+        fn(*a)
+        return "OK"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+out = {"rename_parent": err(os.rename, os.path.dirname(f), os.path.dirname(f) + "2"),
+       "rename_grandparent": err(os.rename, os.path.join(rw, "a"), os.path.join(rw, "a2")),
+       "hardlink": err(os.link, f, os.path.join(rw, "hl")),
+       "sibling_control": err(os.rename, os.path.join(rw, "other"), os.path.join(rw, "other2"))}
+if out["rename_grandparent"] == "OK" or out["rename_parent"] == "OK":
+    os.makedirs(os.path.dirname(f), exist_ok=True)
+out["write"] = err(lambda: open(f, "w").write("agent's"))
+print(json.dumps(out))
+"""
+
+
+def test_parents_of_a_read_only_path_inside_read_write_cannot_be_moved(tree):
+    """read_only rw/a/b/cfg inside read_write rw: renaming a or b away (the
+    read-only mount moves with it) and writing a new rw/a/b/cfg would put
+    the agent's file under the policy's read-only name, on the host too."""
+    rw = tree["rw"]
+    cfg = os.path.join(rw, "a", "b", "cfg")
+    os.makedirs(os.path.dirname(cfg))
+    os.mkdir(os.path.join(rw, "other"))
+    with open(cfg, "w") as f:
+        f.write("operator's")
+    for p in (os.path.join(rw, "a"), os.path.dirname(cfg), cfg, os.path.join(rw, "other")):
+        os.chown(p, su.AGENT_UID, su.AGENT_GID)
+    s = su.spec(["/usr/bin/python3", "-c", ATTEMPTS, rw, cfg], read_only=[cfg],
+                read_write=[rw])
+    r = su.run(s)
+    assert r.rc == 0 and r.execed, r
+    got = json.loads(r.stdout)
+    assert got["rename_parent"] == "EBUSY" and got["rename_grandparent"] == "EBUSY", got
+    assert got["hardlink"] == "EXDEV" and got["write"] == "EROFS", got
+    with open(cfg) as f:
+        assert f.read() == "operator's"
+    # Control: other directories of the writable tree still move.
+    assert got["sibling_control"] == "OK" and os.path.isdir(os.path.join(rw, "other2"))
