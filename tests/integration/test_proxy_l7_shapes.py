@@ -230,6 +230,34 @@ def test_override_under_audit_enforcement_forwarded_and_recorded(proxy, upstream
     assert rec["decision"] == "audit" and rec["reason"] == "method_override_denied"
 
 
+# ---- method case: judged upper-cased, so forwarded upper-cased ----
+
+def test_lower_case_method_is_forwarded_as_judged(proxy, upstream):
+    """`post` is judged as POST; sent on as `post`, a framework that
+    upper-cases methods (Symfony) read the form's `_method` that only a
+    POST is checked for."""
+    head, body = post("/upload/f", URLENC, method="post", body=b"_method=DELETE")
+    status, payload = http(proxy, head, body)
+    assert status == 403 and json.loads(payload)["reason"] == "method_override_denied"
+    assert not reached(upstream, "/upload/f")
+    # Control: without the override it goes through, as the POST it was judged.
+    head, body = post("/upload/f", URLENC, method="post", body=b"title=x")
+    assert http(proxy, head, body)[0] == 200
+    assert [q["method"] for q in reached(upstream, "/upload/f")] == ["POST"]
+
+
+def test_lower_case_head_keeps_the_answers_framing(proxy, upstream):
+    """A `head` the upstream treats as HEAD is answered without a body; the
+    proxy must frame the answer as HEAD's too, or the next answer on the
+    connection is read as this one's body."""
+    req = ("head http://upstream.test/h1 HTTP/1.1\r\nHost: upstream.test\r\n\r\n"
+           "GET http://upstream.test/h2 HTTP/1.1\r\nHost: upstream.test\r\n"
+           "Connection: close\r\n\r\n")
+    out = proxy.raw(req.encode())
+    assert out.count(b"HTTP/1.1 200") == 2, out
+    assert [q["method"] for q in upstream.requests()] == ["HEAD", "GET"]
+
+
 # ---- bodies on methods without body semantics ----
 
 BODIES = [

@@ -387,6 +387,13 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 		reply_error(c, 400, "bad_request", "method too long", "bad_method");
 		return;
 	}
+	/* The policy judges the method upper-cased; it is forwarded as judged.
+	 * Sent on as `post`, an upstream that upper-cases it (Symfony) acted on
+	 * a form `_method` that only POST's check looks for, and a `head`
+	 * answered with a Content-Length desynchronised the answers' framing. */
+	for (char *m = method; *m; m++)
+		if (*m >= 'a' && *m <= 'z')
+			*m = (char)(*m - 'a' + 'A');
 	char raw[TARGET_MAX];
 	struct http_slice path = req->path;
 	if (path.len + 1 >= sizeof raw) {
