@@ -15,22 +15,27 @@
 #define QUERY_MAX_BYTES 4096
 #define CANON_PATH_MAX 8192
 
-/* Every parameter in two readings: [QUERY_RAW] percent-decoded with '+'
- * kept (what a plain URL parser sees) and [QUERY_FORM] with '+' as a space
- * too (what web frameworks see for a query string). An upstream may use
- * either, so a deny rule hits when either reading matches and an allow rule
- * needs both to match. */
-enum { QUERY_RAW, QUERY_FORM, QUERY_READINGS };
+/* The query in four readings, as the upstream may read it: split at '&'
+ * only (the URL standard, current frameworks) or at '&' and ';' too
+ * (Rack before 3, Python's parse_qs before 3.9.2, Perl's CGI), and each
+ * percent-decoded with '+' kept (a plain URL parser) or with '+' as a
+ * space as well (what web frameworks see). A deny rule hits when any
+ * reading matches; an allow rule must hold in every one. */
+enum { QUERY_AMP_RAW, QUERY_AMP_FORM, QUERY_SEMI_RAW, QUERY_SEMI_FORM, QUERY_READINGS };
 /* One reading of a query of L bytes in n pairs needs at most L + n + 1
  * bytes (each pair's name and value NUL-terminated: its length + 2, and the
- * n - 1 '&' separators are not stored). */
+ * n - 1 separators are not stored). */
 #define QUERY_READING_BYTES (QUERY_MAX_BYTES + QUERY_MAX_PARAMS + 1)
+
+struct qreading {
+	size_t n;
+	const char *name[QUERY_MAX_PARAMS];
+	const char *value[QUERY_MAX_PARAMS];
+};
 
 struct qparams {
 	bool bad; /* undecodable or over the caps: allow rules fail, deny rules hit */
-	size_t n;
-	const char *name[QUERY_READINGS][QUERY_MAX_PARAMS];
-	const char *value[QUERY_READINGS][QUERY_MAX_PARAMS];
+	struct qreading r[QUERY_READINGS];
 	char buf[QUERY_READINGS * QUERY_READING_BYTES];
 };
 
@@ -57,46 +62,54 @@ static bool pct_decode(const char *s, size_t len, bool plus_is_space, char *out)
 	return true;
 }
 
-/* Decodes one "name=value" pair in both readings into p->buf at *o; false
- * on a bad escape. A reading of a pair takes at most its length + 2 bytes
- * (see QUERY_READING_BYTES). */
-static bool query_pair(const char *pair, size_t len, struct qparams *p, size_t *o)
+/* Decodes one "name=value" pair into reading rd, its bytes at *o; false on
+ * a bad escape or too many pairs. A pair takes at most its length + 2
+ * bytes (see QUERY_READING_BYTES). */
+static bool query_pair(const char *pair, size_t len, bool plus_is_space, struct qreading *rd,
+		       char *buf, size_t *o)
 {
 	const char *eq = memchr(pair, '=', len);
 	size_t nlen = eq ? (size_t)(eq - pair) : len;
 	size_t vlen = eq ? len - nlen - 1 : 0;
-	for (int r = 0; r < QUERY_READINGS; r++) {
-		char *name = p->buf + *o;
-		if (!pct_decode(pair, nlen, r == QUERY_FORM, name))
+	if (rd->n == QUERY_MAX_PARAMS)
+		return false;
+	char *name = buf + *o;
+	if (!pct_decode(pair, nlen, plus_is_space, name))
+		return false;
+	*o += strlen(name) + 1;
+	char *val = buf + *o;
+	if (!pct_decode(eq ? eq + 1 : "", vlen, plus_is_space, val))
+		return false;
+	*o += strlen(val) + 1;
+	rd->name[rd->n] = name;
+	rd->value[rd->n++] = val;
+	return true;
+}
+
+static bool query_read(const char *q, size_t len, const char *seps, bool plus_is_space,
+		       struct qreading *rd, char *buf)
+{
+	size_t o = 0;
+	rd->n = 0;
+	for (size_t i = 0; i < len;) {
+		size_t end = i;
+		while (end < len && !strchr(seps, q[end]))
+			end++;
+		if (end > i && !query_pair(q + i, end - i, plus_is_space, rd, buf, &o))
 			return false;
-		*o += strlen(name) + 1;
-		char *val = p->buf + *o;
-		if (!pct_decode(eq ? eq + 1 : "", vlen, r == QUERY_FORM, val))
-			return false;
-		*o += strlen(val) + 1;
-		p->name[r][p->n] = name;
-		p->value[r][p->n] = val;
+		i = end + 1;
 	}
-	p->n++;
 	return true;
 }
 
 static void query_parse(const char *q, size_t len, struct qparams *p)
 {
-	p->n = 0;
 	p->bad = len > QUERY_MAX_BYTES;
-	size_t o = 0;
-	for (size_t i = 0; !p->bad && i < len;) {
-		size_t end = i;
-		while (end < len && q[end] != '&')
-			end++;
-		if (end > i) {
-			if (p->n == QUERY_MAX_PARAMS || !query_pair(q + i, end - i, p, &o)) {
-				p->bad = true;
-				break;
-			}
-		}
-		i = end + 1;
+	for (int r = 0; r < QUERY_READINGS && !p->bad; r++) {
+		bool semi = r == QUERY_SEMI_RAW || r == QUERY_SEMI_FORM;
+		bool form = r == QUERY_AMP_FORM || r == QUERY_SEMI_FORM;
+		p->bad = !query_read(q, len, semi ? "&;" : "&", form, &p->r[r],
+				     p->buf + (size_t)r * QUERY_READING_BYTES);
 	}
 }
 
@@ -108,44 +121,41 @@ static bool globs_match(const struct policy_query *m, const char *v)
 	return false;
 }
 
-/* Parameter j is called m->name in some reading (deny) or, for an allow
- * rule, in the reading being checked. */
-static bool value_hits(const struct policy_query *m, const struct qparams *p, size_t j, bool deny,
-		       bool *named)
+/* In one reading: how many parameters are called m->name, and how many of
+ * those have a value m matches. */
+static void reading_hits(const struct policy_query *m, const struct qreading *rd, size_t *seen,
+			 size_t *hits)
 {
-	bool hit_any = false, hit_all = true;
-	*named = false;
-	for (int r = 0; r < QUERY_READINGS; r++) {
-		bool is_named = !strcmp(p->name[r][j], m->name);
-		bool hit = is_named && globs_match(m, p->value[r][j]);
-		*named |= is_named;
-		hit_any |= hit;
-		hit_all &= hit;
-	}
-	return deny ? hit_any : hit_all;
+	*seen = *hits = 0;
+	for (size_t j = 0; j < rd->n; j++)
+		if (!strcmp(rd->name[j], m->name)) {
+			(*seen)++;
+			*hits += globs_match(m, rd->value[j]);
+		}
 }
 
-/* Allow: each matched parameter present and every value matching, in every
- * reading. Deny: each matched parameter present with at least one value
- * matching in some reading. */
+/* Deny: the matcher hits when, in some reading, the parameter is present
+ * with a value it matches. Allow: in every reading the parameter is present
+ * and all of its values match (`a=1&a=2`: both). */
+static bool matcher_holds(const struct policy_query *m, const struct qparams *p, bool deny)
+{
+	for (int r = 0; r < QUERY_READINGS; r++) {
+		size_t seen, hits;
+		reading_hits(m, &p->r[r], &seen, &hits);
+		bool holds = seen > 0 && (deny ? hits > 0 : hits == seen);
+		if (holds == deny)
+			return deny;
+	}
+	return !deny;
+}
+
 static bool query_match(const struct policy_rule *r, const struct qparams *p, bool deny)
 {
 	if (r->n_query && p->bad)
 		return deny;
-	for (size_t i = 0; i < r->n_query; i++) {
-		const struct policy_query *m = &r->query[i];
-		size_t seen = 0, hits = 0;
-		for (size_t j = 0; j < p->n; j++) {
-			bool named;
-			bool hit = value_hits(m, p, j, deny, &named);
-			if (!named)
-				continue;
-			seen++;
-			hits += hit;
-		}
-		if (seen == 0 || (deny ? hits == 0 : hits != seen))
+	for (size_t i = 0; i < r->n_query; i++)
+		if (!matcher_holds(&r->query[i], p, deny))
 			return false;
-	}
 	return true;
 }
 

@@ -277,6 +277,25 @@ static void query_plus_is_read_both_ways(void **state)
 	L7("rules.example.com", "GET", "/search?q+=lang-c&page=1", POLICY_DENY, "no_matching_rule");
 }
 
+/* ';' separates parameters for some upstreams (Rack before 3, Python's
+ * parse_qs before 3.9.2): a deny rule hits in that reading too, and an
+ * allow rule must hold in it. */
+static void query_semicolon_is_a_separator_too(void **state)
+{
+	L7("rules.example.com", "GET", "/search?page=1;q=my%70assword", POLICY_DENY,
+	   "deny_rule");
+	L7("rules.example.com", "GET", "/search?q=lang-c;q=my-password&page=1", POLICY_DENY,
+	   "deny_rule");
+	L7("rules.example.com", "GET", "/search?q=lang-c&page=1;q=secret+plan", POLICY_DENY,
+	   "deny_rule");
+	/* Allow: `page=1;x=y` is page=1 to one reading and "1;x=y" to the other. */
+	L7("rules.example.com", "GET", "/search?q=lang-c&page=1;x=y", POLICY_DENY,
+	   "no_matching_rule");
+	/* Controls: the same parameters with '&', and an encoded ';' in a value. */
+	L7("rules.example.com", "GET", "/search?q=lang-c&page=1&x=y", POLICY_ALLOW, "allowed");
+	L7("rules.example.com", "GET", "/search?q=lang-c%3Bd&page=1", POLICY_ALLOW, "allowed");
+}
+
 /* 64 bare names filling the 4096-byte cap: each decoded name needs two NULs
  * more than its text, which overran a buffer sized by the query alone
  * (ASan in the sanitized unit build reports it). */
@@ -536,6 +555,7 @@ int main(void)
 		cmocka_unit_test(rules_methods_and_head),
 		cmocka_unit_test(query_matchers),
 		cmocka_unit_test(query_plus_is_read_both_ways),
+		cmocka_unit_test(query_semicolon_is_a_separator_too),
 		cmocka_unit_test(query_at_the_caps_fits),
 		cmocka_unit_test(detail_never_contains_the_query),
 		cmocka_unit_test(canonical_path_is_matched_and_forwarded),
