@@ -17,6 +17,13 @@
  *   %2F, but a `.` or `..` between encoded slashes (`a%2F..%2Fb`) is still
  *   refused: a server that decodes them would resolve it out of the path
  *   the policy matched.
+ * - Escaped bytes above 0x7F must spell valid UTF-8 (RFC 3629: shortest
+ *   form, no surrogates, at most U+10FFFF), else CANON_BAD_UTF8: a lenient
+ *   decoder (old IIS, some Java and PHP stacks) reads the overlong
+ *   `%C0%AE` as '.', and `%C0%AF` as '/', which the policy never saw.
+ * - `%25` followed by an escape of '.', '/', '\\', ';' or '%' is
+ *   CANON_DOUBLE_ENCODED: a second decoding (a gateway in front of the
+ *   server) turns `%252e%252e` into `..` after the rule matched.
  * - `//` collapses; a trailing '/' is kept (`/a/` and `/a` may differ
  *   upstream), and a trailing `.` or `..` segment leaves one (RFC 3986 5.2.4).
  * - The query is not inspected here; the HTTP parser has already refused
@@ -67,6 +74,62 @@ static enum canon_result refuse_byte(unsigned char v, bool encoded, unsigned fla
 	return CANON_OK;
 }
 
+/* UTF-8 of escaped bytes, one sequence at a time (RFC 3629 table 3-7). */
+struct utf8_state {
+	unsigned left; /* continuation bytes still expected */
+	unsigned char lo, hi; /* bounds of the next continuation byte */
+};
+
+static bool utf8_step(struct utf8_state *u, unsigned char b)
+{
+	if (u->left) {
+		if (b < u->lo || b > u->hi)
+			return false;
+		u->left--;
+		u->lo = 0x80;
+		u->hi = 0xBF;
+		return true;
+	}
+	u->lo = 0x80;
+	u->hi = 0xBF;
+	if (b < 0x80)
+		return true;
+	if (b >= 0xC2 && b <= 0xDF)
+		u->left = 1;
+	else if (b >= 0xE0 && b <= 0xEF) {
+		u->left = 2;
+		if (b == 0xE0)
+			u->lo = 0xA0; /* overlong below U+0800 */
+		else if (b == 0xED)
+			u->hi = 0x9F; /* surrogates */
+	} else if (b >= 0xF0 && b <= 0xF4) {
+		u->left = 3;
+		if (b == 0xF0)
+			u->lo = 0x90; /* overlong below U+10000 */
+		else if (b == 0xF4)
+			u->hi = 0x8F; /* above U+10FFFF */
+	} else
+		return false; /* C0, C1 (overlong ASCII), F5..FF, a stray continuation */
+	return true;
+}
+
+/* The canonical bytes out[0..n) hold a `%25` (a literal '%') and two hex
+ * digits after it (raw, or decoded from `%32%65`) that a second decoding
+ * would make a dot, a separator or a further escape. */
+static bool double_encoded(const char *out, size_t n)
+{
+	for (size_t i = 0; i + 4 < n; i++) {
+		if (memcmp(out + i, "%25", 3) != 0)
+			continue;
+		int hi = hex_digit_value((unsigned char)out[i + 3]);
+		int lo = hex_digit_value((unsigned char)out[i + 4]);
+		int v = hi << 4 | lo;
+		if (hi >= 0 && lo >= 0 && v != 0 && strchr("./\\;%", v) != NULL)
+			return true;
+	}
+	return false;
+}
+
 /* The bytes written since `from` are `.` or `..`. */
 static bool is_dot_part(const struct writer *w, size_t from)
 {
@@ -78,8 +141,10 @@ static bool is_dot_part(const struct writer *w, size_t from)
 static enum canon_result put_segment(struct writer *w, const char *seg, size_t n, unsigned flags)
 {
 	static const char hex[] = "0123456789ABCDEF";
+	size_t begin = w->len;
 	size_t part = w->len; /* start of the text since the last encoded slash */
 	bool split = false;
+	struct utf8_state u = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)seg[i];
 		bool encoded = c == '%';
@@ -93,6 +158,10 @@ static enum canon_result put_segment(struct writer *w, const char *seg, size_t n
 			c = (unsigned char)(hi << 4 | lo);
 			i += 2;
 		}
+		/* Raw bytes above 0x7F are refused below; a raw byte in the
+		 * middle of an escaped sequence breaks it. */
+		if (!utf8_step(&u, encoded ? c : 0))
+			return CANON_BAD_UTF8;
 		enum canon_result r = refuse_byte(c, encoded, flags);
 		if (r != CANON_OK)
 			return r;
@@ -115,6 +184,10 @@ static enum canon_result put_segment(struct writer *w, const char *seg, size_t n
 		if (c == '/')
 			part = w->len;
 	}
+	if (u.left) /* a sequence cut by the end of the segment */
+		return CANON_BAD_UTF8;
+	if (double_encoded(w->out + begin, w->len - begin))
+		return CANON_DOUBLE_ENCODED;
 	return split && is_dot_part(w, part) ? CANON_ENCODED_SLASH : CANON_OK;
 }
 
@@ -202,6 +275,10 @@ const char *canon_result_name(enum canon_result r)
 		return "too_long";
 	case CANON_MATRIX_PARAM:
 		return "matrix_param";
+	case CANON_BAD_UTF8:
+		return "bad_utf8";
+	case CANON_DOUBLE_ENCODED:
+		return "double_encoded";
 	}
 	return "unknown";
 }

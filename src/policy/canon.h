@@ -18,6 +18,8 @@ enum canon_result {
 	CANON_BAD_BYTE, /* byte not allowed in a path (space, non-ASCII raw, '\\', ...) */
 	CANON_TOO_LONG, /* over out cap */
 	CANON_MATRIX_PARAM, /* `;` path parameters such as `..;/` */
+	CANON_BAD_UTF8, /* escaped bytes > 0x7F that are not valid UTF-8 (%C0%AE) */
+	CANON_DOUBLE_ENCODED, /* %25 escaping '.', '/', '\\', ';' or '%' (%252e) */
 };
 
 /* Canonicalises the path part of target (target[0..len); the query, if any,

@@ -543,6 +543,42 @@ static void canon_refuses_matrix_parameters(void **state)
 	assert_canon_refused("/a/..%3b/admin", CANON_MATRIX_PARAM);
 }
 
+/* Escaped non-ASCII bytes must be valid UTF-8: a lenient decoder reads
+ * overlong forms as the ASCII they encode (`%C0%AE` is '.'). */
+static void canon_refuses_invalid_utf8_escapes(void **state)
+{
+	assert_canon("/caf%c3%a9", "/caf%C3%A9");
+	assert_canon("/%E2%82%AC/%F0%9F%98%80/%ED%9F%BF", "/%E2%82%AC/%F0%9F%98%80/%ED%9F%BF");
+	assert_canon_refused("/a/%C0%AE%C0%AE/admin", CANON_BAD_UTF8);
+	assert_canon_refused("/a/%c0%af", CANON_BAD_UTF8);
+	assert_canon_refused("/a/%E0%80%AE", CANON_BAD_UTF8);
+	assert_canon_refused("/a/%F0%80%80%AE", CANON_BAD_UTF8);
+	assert_canon_refused("/a/%C1%9C", CANON_BAD_UTF8);
+	assert_canon_refused("/a/%ED%A0%80", CANON_BAD_UTF8); /* a surrogate */
+	assert_canon_refused("/a/%F4%90%80%80", CANON_BAD_UTF8); /* above U+10FFFF */
+	assert_canon_refused("/a/%80", CANON_BAD_UTF8);
+	assert_canon_refused("/a/%C3", CANON_BAD_UTF8); /* cut by the end */
+	assert_canon_refused("/a/%C3/%A9", CANON_BAD_UTF8); /* cut by a '/' */
+	assert_canon_refused("/a/%C3x", CANON_BAD_UTF8);
+	assert_canon_refused("/a/%E9t%E9", CANON_BAD_UTF8); /* Latin-1 */
+	assert_string_equal(canon_result_name(CANON_BAD_UTF8), "bad_utf8");
+}
+
+/* A literal '%' escaping a dot, a separator or another '%' means
+ * something else to an upstream behind a second decoding. */
+static void canon_refuses_double_encoding(void **state)
+{
+	assert_canon("/100%25", "/100%25");
+	assert_canon("/a%25b/%2541", "/a%25b/%2541");
+	assert_canon_refused("/a/%252e%252e/admin", CANON_DOUBLE_ENCODED);
+	assert_canon_refused("/a/..%252fadmin", CANON_DOUBLE_ENCODED);
+	assert_canon_refused("/a/%255c", CANON_DOUBLE_ENCODED);
+	assert_canon_refused("/a/%253B", CANON_DOUBLE_ENCODED);
+	assert_canon_refused("/a/%25252e", CANON_DOUBLE_ENCODED);
+	assert_canon_refused("/a/%25%32%65", CANON_DOUBLE_ENCODED); /* digits escaped */
+	assert_string_equal(canon_result_name(CANON_DOUBLE_ENCODED), "double_encoded");
+}
+
 static void canon_refuses_encoded_slashes(void **state)
 {
 	assert_canon("/a/b", "/a/b");
@@ -896,6 +932,8 @@ int main(void)
 		cmocka_unit_test(canon_allow_encoded_slash_keeps_it_encoded),
 		cmocka_unit_test(endpoint_path_matches_like_openshell),
 		cmocka_unit_test(canon_refuses_encoded_slashes),
+		cmocka_unit_test(canon_refuses_invalid_utf8_escapes),
+		cmocka_unit_test(canon_refuses_double_encoding),
 		cmocka_unit_test(canon_refuses_control_bytes_raw_or_encoded),
 		cmocka_unit_test(canon_refuses_bad_escapes_and_bytes),
 		cmocka_unit_test(canon_splits_query_unchanged),
