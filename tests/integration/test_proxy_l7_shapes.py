@@ -440,6 +440,44 @@ def test_fragmented_client_hello_still_checked(proxy, upstream, sni, passes):
     assert first[:1] == (b"\x16" if passes else b"")
 
 
+def with_extension(hello, ext_type, payload=b"\x00" * 40):
+    """The ClientHello record with one more extension at the end of its list."""
+    hs = hello[5:]
+    body = hs[4:]
+    pos = 2 + 32
+    pos += 1 + body[pos]  # session id
+    pos += 2 + struct.unpack(">H", body[pos:pos + 2])[0]  # cipher suites
+    pos += 1 + body[pos]  # compression methods
+    exts = body[pos + 2:] + struct.pack(">HH", ext_type, len(payload)) + payload
+    body = body[:pos] + struct.pack(">H", len(exts)) + exts
+    hs = b"\x01" + struct.pack(">I", len(body))[1:] + body
+    return hello[:3] + struct.pack(">H", len(hs)) + hs
+
+
+def first_answer(proxy, target, wire):
+    s = tunnel(proxy, target)
+    with s:
+        s.sendall(wire)
+        try:
+            return s.recv(5)
+        except ConnectionError:
+            return b""
+
+
+@pytest.mark.parametrize("ext_type", [0xfe0d, 0xffce], ids=["ech", "esni"])
+def test_encrypted_client_hello_refused_on_checked_tunnels(proxy, upstream, ext_type):
+    """ECH's readable server name is only the outer one; the server acts on
+    the encrypted inner name, which could be any name it serves."""
+    wire = with_extension(client_hello("other.test"), ext_type)
+    assert first_answer(proxy, "other.test:8443", wire) == b""
+    rec = proxy.last_audit(reason="client_hello_encrypted")
+    assert rec["decision"] == "deny" and rec["host"] == "other.test"
+    # Control: the same hello with an extension the proxy does not know
+    # reaches the upstream, which answers with its ServerHello.
+    wire = with_extension(client_hello("other.test"), 0xfe0c)
+    assert first_answer(proxy, "other.test:8443", wire)[:1] == b"\x16"
+
+
 def test_operator_may_allow_sni_mismatch(upstream):
     p = Proxy(upstream, POLICY, extra=("--tunnel-sni", "allow-mismatch"))
     try:

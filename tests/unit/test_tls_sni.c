@@ -185,6 +185,34 @@ static void hello_without_server_name(void **state)
 	assert_int_equal(parse(&w, name), TLS_SNI_NONE);
 }
 
+/* With ECH (or its ESNI predecessor) the readable name is the outer one:
+ * the server acts on the encrypted inner name, so such a hello is its own
+ * result whatever its outer name. An unknown extension beside the name is
+ * the control. */
+static void encrypted_names_are_reported(void **state)
+{
+	(void)state;
+	static struct bytes ext, hs, w;
+	char name[TLS_SNI_NAME_MAX];
+	const unsigned types[] = { 0xfe0d, 0xffce, 0xfe0c };
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		bool encrypted = types[i] != 0xfe0c;
+		ext.n = 0;
+		sni_ext(&ext, 0, "api.example.com", 15);
+		other_ext(&ext, types[i], 40);
+		hello(&hs, &ext);
+		records(&w, &hs, 16384);
+		assert_int_equal(parse(&w, name), encrypted ? TLS_SNI_ENCRYPTED : TLS_SNI_FOUND);
+		assert_string_equal(name, "api.example.com"); /* the outer name */
+		ext.n = 0;
+		other_ext(&ext, types[i], 40);
+		hello(&hs, &ext);
+		records(&w, &hs, 16384);
+		assert_int_equal(parse(&w, name), encrypted ? TLS_SNI_ENCRYPTED : TLS_SNI_NONE);
+	}
+	assert_string_equal(tls_sni_result_name(TLS_SNI_ENCRYPTED), "client_hello_encrypted");
+}
+
 static void several_names_or_duplicate_extensions_refused(void **state)
 {
 	(void)state;
@@ -381,6 +409,7 @@ int main(void)
 		cmocka_unit_test(fragmented_records_are_reassembled),
 		cmocka_unit_test(plain_protocols_are_not_tls),
 		cmocka_unit_test(hello_without_server_name),
+		cmocka_unit_test(encrypted_names_are_reported),
 		cmocka_unit_test(several_names_or_duplicate_extensions_refused),
 		cmocka_unit_test(odd_names_refused),
 		cmocka_unit_test(truncated_and_inconsistent_lengths_refused),

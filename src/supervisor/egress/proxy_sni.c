@@ -1,8 +1,9 @@
 /* proxy_sni.c - the first bytes of an L4 tunnel to a named host: when they
  * are a TLS ClientHello its server name must be the CONNECT host, or one
  * allowed name fronts any other served at the same address. Nothing from
- * the agent reaches the upstream before the verdict; a mismatch, or a
- * ClientHello that cannot be read, closes the tunnel with an audit record. */
+ * the agent reaches the upstream before the verdict; a mismatch, an
+ * encrypted ClientHello (its readable name is not the one the server acts
+ * on), or one that cannot be read closes the tunnel with an audit record. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -84,6 +85,13 @@ enum step_result tunnel_sni_step(struct conn *c)
 		snprintf(detail, sizeof detail,
 			 "TLS server name %s does not match the CONNECT target %s", name, c->host);
 		return refuse(c, "sni_mismatch", detail);
+	}
+	if (r == TLS_SNI_ENCRYPTED) {
+		snprintf(detail, sizeof detail,
+			 "TLS ClientHello to %s hides the server name it asks for (encrypted "
+			 "ClientHello): the readable name%s%s is only the outer one",
+			 c->host, name[0] ? " " : "", name);
+		return refuse(c, tls_sni_result_name(r), detail);
 	}
 	if (r == TLS_SNI_MALFORMED || r == TLS_SNI_TOO_LARGE) {
 		snprintf(detail, sizeof detail,

@@ -13,6 +13,8 @@
 #define HS_CLIENT_HELLO 0x01
 #define HS_HEADER 4
 #define EXT_SERVER_NAME 0x0000
+#define EXT_ECH 0xfe0d /* encrypted_client_hello (RFC 9849) */
+#define EXT_ESNI 0xffce /* its predecessor, draft-ietf-tls-esni-02..06 */
 #define NAME_HOST 0x00
 
 /* A read-only cursor: every take checks the bytes left first. */
@@ -76,7 +78,9 @@ static enum tls_sni_result server_name(struct cur ext, char *name, size_t cap)
 }
 
 /* The ClientHello body: fixed fields skipped, then every extension checked
- * for framing; the first server_name is kept, a second one refused. */
+ * for framing; the first server_name is kept, a second one refused. With
+ * ECH the readable server_name is only the outer, public one: the name the
+ * server acts on is encrypted inside, so nothing checked here binds it. */
 static enum tls_sni_result client_hello(struct cur h, char *name, size_t cap)
 {
 	struct cur sid, suites, comp, exts;
@@ -89,11 +93,13 @@ static enum tls_sni_result client_hello(struct cur h, char *name, size_t cap)
 	if (!take_vec(&h, 2, &exts) || h.n != 0)
 		return TLS_SNI_MALFORMED;
 	enum tls_sni_result r = TLS_SNI_NONE;
+	bool encrypted = false;
 	while (exts.n > 0) {
 		size_t type;
 		struct cur body;
 		if (!take_u16(&exts, &type) || !take_vec(&exts, 2, &body))
 			return TLS_SNI_MALFORMED;
+		encrypted |= type == EXT_ECH || type == EXT_ESNI;
 		if (type != EXT_SERVER_NAME)
 			continue;
 		if (r != TLS_SNI_NONE)
@@ -101,7 +107,7 @@ static enum tls_sni_result client_hello(struct cur h, char *name, size_t cap)
 		if ((r = server_name(body, name, cap)) != TLS_SNI_FOUND)
 			return r;
 	}
-	return r;
+	return encrypted ? TLS_SNI_ENCRYPTED : r;
 }
 
 enum tls_sni_result tls_sni_parse(const uint8_t *data, size_t len, char *name, size_t cap)
@@ -160,6 +166,8 @@ const char *tls_sni_result_name(enum tls_sni_result r)
 		return "client_hello_malformed";
 	case TLS_SNI_TOO_LARGE:
 		return "client_hello_too_large";
+	case TLS_SNI_ENCRYPTED:
+		return "client_hello_encrypted";
 	}
 	return "unknown";
 }

@@ -21,12 +21,14 @@ enum tls_sni_result {
 	TLS_SNI_FOUND, /* a complete ClientHello; name holds its host_name */
 	TLS_SNI_MALFORMED, /* a handshake record no TLS server accepts */
 	TLS_SNI_TOO_LARGE, /* over TLS_SNI_INPUT_MAX */
+	TLS_SNI_ENCRYPTED, /* a complete ClientHello with an encrypted name (ECH, ESNI) */
 };
 
 /* Parses data[0..len), the client's bytes from the start of the stream.
  * Stateless: call again with more bytes after TLS_SNI_NEED_MORE. On
  * TLS_SNI_FOUND name (cap >= TLS_SNI_NAME_MAX for any name) holds the
- * host_name: printable ASCII, no NUL, as sent. */
+ * host_name: printable ASCII, no NUL, as sent; on TLS_SNI_ENCRYPTED the
+ * outer host_name, or "" when there is none. */
 enum tls_sni_result tls_sni_parse(const uint8_t *data, size_t len, char *name, size_t cap);
 const char *tls_sni_result_name(enum tls_sni_result r);
 
