@@ -162,8 +162,7 @@ static bool has_entry(const struct view *v, const char *path)
  * new directory and writes its own file under the policy's read-only
  * name, in the view and on the host, for every later run. The check is by
  * dentry, so another spelling of the same directory is held too. */
-static int pin_parents(struct view *v, const struct launch_spec *s, const char *path,
-		       os_error *err)
+static int pin_parents(struct view *v, const struct launch_spec *s, const char *path, os_error *err)
 {
 	const char *outer = outermost_writable_parent(s, path);
 	char dir[PATH_MAX], real[PATH_MAX];

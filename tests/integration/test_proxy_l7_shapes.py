@@ -109,12 +109,14 @@ def post(path, *headers, host="upstream.test", method="POST", body=b"{}"):
 
 OVERRIDES = [("X-HTTP-Method-Override: DELETE", ""), ("X-HTTP-Method: DELETE", ""),
              ("X-Method-Override: delete", ""), (None, "?_method=DELETE"),
-             (None, "?a=1;%5Fmethod=DEL%45TE")]
+             (None, "?a=1;%5Fmethod=DEL%45TE"),
+             # CGI-style servers (PHP, WSGI, Rack) map '_' and '-' to one name
+             ("X_HTTP_METHOD_OVERRIDE: DELETE", ""), ("x-http_method: DELETE", "")]
 
 
 @pytest.mark.parametrize("header,query", OVERRIDES,
                          ids=["x-http-method-override", "x-http-method", "x-method-override",
-                              "query", "query-encoded"])
+                              "query", "query-encoded", "underscores", "mixed-underscore"])
 def test_method_override_judged_as_the_overridden_method(proxy, upstream, header, query):
     head, body = post("/upload/a")  # positive control: the plain POST is allowed
     assert http(proxy, head, body)[0] == 200
@@ -142,6 +144,22 @@ def test_override_must_be_allowed_as_the_real_method_too(proxy, upstream):
     status, payload = http(proxy, head, body)
     assert status == 403 and json.loads(payload)["reason"] == "no_matching_rule"
     assert not reached(upstream, "/x")
+
+
+@pytest.mark.parametrize("header", ["X-Original-URL: /admin", "X-Rewrite-URL: /admin",
+                                    "x_original_url: /admin", "X-Original-URI: /admin"])
+def test_path_override_headers_refused(proxy, upstream, header):
+    """Symfony before 3.4.14, Zend and IIS URL Rewrite route the path these
+    name instead of the request line's, which is the one judged."""
+    req = (f"GET http://paths.test/public/x HTTP/1.1\r\nHost: paths.test\r\n{header}\r\n"
+           "Connection: close\r\n\r\n")
+    status, payload = http(proxy, req)
+    assert status == 400 and json.loads(payload)["reason"] == "path_override_header"
+    named = header.split(":")[0].replace("_", "-").lower()
+    assert named in proxy.last_audit(reason="path_override_header")["detail"].lower()
+    assert not reached(upstream, "/public/x")
+    # Control: the same request without the header goes through.
+    assert get(proxy, "/public/x")[0] == 200 and reached(upstream, "/public/x")
 
 
 # ---- `_method` in form bodies (Rack / Laravel read it from POSTed forms) ----

@@ -290,8 +290,8 @@ static void query_plus_is_read_both_ways(void **state)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		bool allowed = !strcmp(cases[i].why, "allowed");
-		L7("rules.example.com", "GET", cases[i].target, allowed ? POLICY_ALLOW : POLICY_DENY,
-		   cases[i].why);
+		L7("rules.example.com", "GET", cases[i].target,
+		   allowed ? POLICY_ALLOW : POLICY_DENY, cases[i].why);
 	}
 }
 

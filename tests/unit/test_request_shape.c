@@ -51,16 +51,37 @@ static void override_headers_found_in_any_case(void **state)
 	assert_int_equal(
 		overrides("POST /x HTTP/1.1\r\nHost: h\r\nx-http-method-override: delete\r\n"
 			  "X-HTTP-Method: PUT\r\nX-METHOD-OVERRIDE: PATCH\r\n"
-			  "X-HTTP-Method: PUT\r\n\r\n",
+			  "X-HTTP-Method: PUT\r\n"
+			  /* '_' is '-' to CGI-style servers (HTTP_X_HTTP_METHOD_OVERRIDE) */
+			  "X_HTTP_Method_Override: GET\r\nx-http_method: HEAD\r\n"
+			  "X-HTTP-Method-Overrides: OPTIONS\r\n\r\n",
 			  &o, why),
 		0);
-	assert_int_equal(o.n, 4);
+	assert_int_equal(o.n, 6);
+	assert_string_equal(o.source[4], "X-HTTP-Method-Override");
+	assert_string_equal(o.method[5], "HEAD");
 	assert_string_equal(o.method[0], "DELETE");
 	assert_string_equal(o.source[0], "X-HTTP-Method-Override");
 	assert_string_equal(o.method[1], "PUT");
 	assert_string_equal(o.source[1], "X-HTTP-Method");
 	assert_string_equal(o.method[2], "PATCH");
 	assert_string_equal(o.method[3], "PUT");
+}
+
+static void path_override_headers_found(void **state)
+{
+	(void)state;
+	assert_string_equal(request_path_override(head("GET /a HTTP/1.1\r\nHost: h\r\n"
+						       "x_rewrite_url: /b\r\n\r\n")),
+			    "X-Rewrite-URL");
+	assert_string_equal(request_path_override(head("GET /a HTTP/1.1\r\nHost: h\r\n"
+						       "X-Original-URL: /b\r\n\r\n")),
+			    "X-Original-URL");
+	/* Controls: a look-alike name and no header at all. */
+	assert_null(
+		request_path_override(head("GET /a HTTP/1.1\r\nHost: h\r\n"
+					   "X-Original-URLs: /b\r\nX-Forwarded-For: x\r\n\r\n")));
+	assert_null(request_path_override(head("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")));
 }
 
 static void query_method_found_decoded(void **state)
@@ -143,6 +164,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(clean_request_has_no_override),
 		cmocka_unit_test(override_headers_found_in_any_case),
+		cmocka_unit_test(path_override_headers_found),
 		cmocka_unit_test(query_method_found_decoded),
 		cmocka_unit_test(invalid_override_values_refused),
 		cmocka_unit_test(bodies_on_bodyless_methods_flagged),

@@ -1,8 +1,9 @@
 /* proxy_shape.c - the second look at a request the policy allowed on a
  * `protocol: rest` endpoint: a body the upstream may read as another request
- * is refused, and every method override it carries is judged like the real
- * method, including `_method` fields of POSTed form bodies (buffered whole
- * up to FORM_BODY_MAX, only where an override could change the decision).
+ * and a header naming another path to route are refused, and every method
+ * override it carries is judged like the real method, including `_method`
+ * fields of POSTed form bodies (buffered whole up to FORM_BODY_MAX, only
+ * where an override could change the decision).
  * Runs before the request is forwarded or audited as allowed. */
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +52,16 @@ bool proxy_judge_shape(struct conn *c, const struct http_request *req, const cha
 			 "%s request with a body (an upstream may read it as another request)",
 			 method);
 		reply_error(c, 400, "bad_request", detail, "body_without_semantics");
+		return false;
+	}
+	const char *path_header = request_path_override(req);
+	if (path_header) {
+		char detail[160];
+		snprintf(detail, sizeof detail,
+			 "%s header refused: an upstream may route the path it names instead "
+			 "of the one judged",
+			 path_header);
+		reply_error(c, 400, "bad_request", detail, "path_override_header");
 		return false;
 	}
 	struct method_overrides o;

@@ -6,11 +6,30 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "hex.h"
 #include "parse.h"
 
 static const char *const override_headers[] = { "X-HTTP-Method-Override", "X-HTTP-Method",
 						"X-Method-Override" };
+/* Headers that make an upstream route another path than the request line's
+ * (Symfony before 3.4.14, Zend, IIS URL Rewrite). */
+static const char *const path_override_headers[] = { "X-Original-URL", "X-Rewrite-URL",
+						     "X-Original-URI" };
+
+/* The header's name is `want` as a CGI-style server sees it: any case, and
+ * '_' the same as '-' (gateways and PHP, WSGI or Rack servers that map both
+ * to HTTP_X_HTTP_METHOD_OVERRIDE let `X_HTTP_Method_Override` through). */
+static bool header_name_is(struct http_slice name, const char *want)
+{
+	char dashed[32];
+	size_t n = strlen(want);
+	if (name.len != n || n > sizeof dashed)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		dashed[i] = name.p[i] == '_' ? '-' : name.p[i];
+	return str_ieq(dashed, n, want, n);
+}
 
 /* A method as the policy reads it: letters, '-', '_'; upper-cased into out. */
 static bool method_token(const char *s, size_t len, char *out)
@@ -110,13 +129,21 @@ int request_method_overrides(const struct http_request *req, struct method_overr
 	out->n = 0;
 	for (size_t i = 0; i < req->headers.n; i++) {
 		const struct http_header *h = &req->headers.v[i];
-		for (size_t k = 0; k < sizeof override_headers / sizeof override_headers[0]; k++)
-			if (str_ieq(h->name.p, h->name.len, override_headers[k],
-				    strlen(override_headers[k])) &&
+		for (size_t k = 0; k < ARRAY_SIZE(override_headers); k++)
+			if (header_name_is(h->name, override_headers[k]) &&
 			    add(out, override_headers[k], h->value.p, h->value.len, why, cap) < 0)
 				return -1;
 	}
 	return query_overrides(req, out, why, cap);
+}
+
+const char *request_path_override(const struct http_request *req)
+{
+	for (size_t i = 0; i < req->headers.n; i++)
+		for (size_t k = 0; k < ARRAY_SIZE(path_override_headers); k++)
+			if (header_name_is(req->headers.v[i].name, path_override_headers[k]))
+				return path_override_headers[k];
+	return NULL;
 }
 
 bool request_body_without_semantics(const char *method, const struct http_request *req)

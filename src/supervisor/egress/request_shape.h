@@ -21,13 +21,18 @@ struct method_overrides {
 };
 
 /* Collects every override the request carries: the X-HTTP-Method-Override,
- * X-HTTP-Method and X-Method-Override headers (any case, each occurrence)
+ * X-HTTP-Method and X-Method-Override headers (any case, '_' read as '-',
+ * each occurrence)
  * and `_method` query parameters (percent-decoded, `&` or `;` separated).
  * 0, or -1 with why[cap] saying what is wrong ("invalid method override
  * in X-HTTP-Method") when a value is not a method token (letters, '-', '_',
  * as the policy reads methods) or there are too many. */
 int request_method_overrides(const struct http_request *req, struct method_overrides *out,
 			     char *why, size_t cap);
+
+/* The first header that names another path for the upstream to route
+ * (X-Original-URL, X-Rewrite-URL, X-Original-URI; '_' read as '-'), or NULL. */
+const char *request_path_override(const struct http_request *req);
 
 /* GET, HEAD and TRACE announcing a body (any Content-Length > 0 or
  * Transfer-Encoding): content without defined semantics (RFC 9110 9.3.1,
