@@ -271,6 +271,7 @@ static void conn_free(struct loop *l, void *data)
 	buf_free(&c->mw_body);
 	proxy_sse_stop(c);
 	proxy_ws_free(c);
+	proxy_json_watch_free(c);
 	free(c->tls_answer);
 	free(c->chain_store);
 	free(c);

@@ -56,6 +56,8 @@ enum body_state { BODY_DONE, BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
  * of one read to find a placeholder that the next read completes. */
 #define BODY_SCAN_TAIL 21
 
+struct json_override;
+
 struct body {
 	enum body_state state;
 	uint64_t remaining;
@@ -66,6 +68,9 @@ struct body {
 	bool scan, found;
 	size_t tail_len;
 	char tail[BODY_SCAN_TAIL];
+	/* A request body whose JSON `_method` members are looked for as it
+	 * passes (proxy_json_override.c); NULL: not watched. */
+	struct json_override *json;
 };
 
 struct proxy;
@@ -191,6 +196,7 @@ struct conn {
 	 * the relay once it did. */
 	bool ws_upgrade;
 	struct ws_relay *ws;
+	struct json_watch *json_watch; /* this exchange's JSON `_method` watch */
 };
 
 /* What one connection costs beyond its buffers: the record itself, its loop
@@ -431,6 +437,21 @@ enum step_result tls_connect_step(struct conn *c);
 /* proxy_shape.c: false when the request was answered (refused) */
 bool proxy_judge_shape(struct conn *c, const struct http_request *req, const char *method,
 		       const char *raw, const char *logged, struct policy_decision *d);
+struct method_overrides;
+/* The decision for override i of o on target raw, renamed to
+ * method_override_denied when it is not an allow. */
+void proxy_override_decision(struct conn *c, const struct method_overrides *o, size_t i,
+			     const char *raw, struct policy_decision *od);
+/* Could some override make the decision on raw differ from POST's? */
+bool proxy_override_could_matter(struct conn *c, const char *raw);
+
+/* proxy_json_override.c: `_method` members of JSON POST bodies, judged as
+ * the body streams. start: false when answered (out of memory); judge:
+ * STEP_WAIT, or the step result of a refusal. */
+bool proxy_json_watch_start(struct conn *c, const struct http_request *req, const char *method,
+			    const char *raw, const char *logged);
+enum step_result proxy_json_watch_judge(struct conn *c);
+void proxy_json_watch_free(struct conn *c);
 
 /* proxy_sni.c: tunnel_step() hands the agent->upstream direction to
  * tunnel_sni_step() while tunnel_sni_pending(). */

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "json_override.h"
 #include "log.h"
 #include "parse.h"
 #include "proxy_internal.h"
@@ -125,6 +126,7 @@ int body_init_request(struct body *b, const struct http_request *req, os_error *
 {
 	b->scan = b->found = false;
 	b->tail_len = 0;
+	b->json = NULL;
 	switch (http_request_body(req)) {
 	case HTTP_BODY_LENGTH:
 		b->state = req->framing.content_length ? BODY_LENGTH : BODY_DONE;
@@ -153,6 +155,8 @@ ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err
 			n = (size_t)b->remaining;
 		if (b->scan)
 			body_scan_feed(b, in->data, n);
+		if (b->json)
+			json_override_feed(b->json, in->data, n);
 		b->remaining -= n;
 		if (b->remaining == 0)
 			b->state = BODY_DONE;
@@ -169,6 +173,8 @@ ssize_t body_pump(struct body *b, struct buf *in, struct buf *out, os_error *err
 				return -1;
 			if (b->scan && data.len)
 				body_scan_feed(b, data.p, data.len);
+			if (b->json && data.len)
+				json_override_feed(b->json, data.p, data.len);
 			if (b->decode && data.len && buf_append(out, data.p, data.len, err) < 0)
 				return -1;
 			total += used;
@@ -356,6 +362,9 @@ static enum step_result forward_request(struct conn *c, bool *moved)
 	}
 	if (c->req_body.found)
 		return body_scan_refuse(c);
+	enum step_result judged = proxy_json_watch_judge(c);
+	if (judged != STEP_WAIT)
+		return judged;
 	*moved |= n > 0;
 	if (ceof && c->req_body.state != BODY_DONE) {
 		conn_close(c);

@@ -455,6 +455,8 @@ static void handle_exchange(struct conn *c, const struct http_request *req, size
 	}
 	if ((c->req_body.scan = body_scan_wanted(c)))
 		body_scan_ahead(c, consumed);
+	if (!proxy_json_watch_start(c, req, method, raw, logged))
+		return;
 	c->resp_head_done = false; /* this exchange's answer has not begun */
 	if (c->req_body.found) { /* nothing was sent yet */
 		body_scan_refuse(c);

@@ -12,8 +12,8 @@
 #include "request_shape.h"
 
 /* The override's own decision, renamed so the answer says why. */
-static void override_decision(struct conn *c, const struct method_overrides *o, size_t i,
-			      const char *raw, struct policy_decision *od)
+void proxy_override_decision(struct conn *c, const struct method_overrides *o, size_t i,
+			     const char *raw, struct policy_decision *od)
 {
 	char why[POLICY_DETAIL_MAX];
 	policy_decide_request(c->gen, c->ep, o->method[i], raw, NULL, 0, od);
@@ -30,7 +30,7 @@ static bool judge_overrides(struct conn *c, const struct method_overrides *o, co
 {
 	for (size_t i = 0; i < o->n; i++) {
 		struct policy_decision od;
-		override_decision(c, o, i, raw, &od);
+		proxy_override_decision(c, o, i, raw, &od);
 		if (od.verdict == POLICY_DENY) {
 			reply_policy_denied(c, &od, o->method[i], logged);
 			return false;
@@ -77,7 +77,7 @@ bool proxy_judge_shape(struct conn *c, const struct http_request *req, const cha
  * Methods Rack accepts as overrides, plus a made-up one for frameworks that
  * take any word; if the endpoint allows every one of them here, a form body
  * cannot escalate and is not buffered. */
-static bool override_could_matter(struct conn *c, const char *raw)
+bool proxy_override_could_matter(struct conn *c, const char *raw)
 {
 	static const char *const methods[] = { "GET",	"HEAD",	  "PUT",
 					       "PATCH", "DELETE", "OPTIONS",
@@ -99,7 +99,7 @@ enum rpc_step proxy_judge_form(struct conn *c, const struct http_request *req, c
 		return RPC_FORWARD;
 	char boundary[80];
 	enum form_kind kind = request_form_kind(req, boundary, sizeof boundary);
-	if (kind == FORM_NONE || !override_could_matter(c, raw))
+	if (kind == FORM_NONE || !proxy_override_could_matter(c, raw))
 		return RPC_FORWARD;
 	static const struct whole_body w = {
 		.what = "form",

@@ -48,8 +48,8 @@ static bool method_token(const char *s, size_t len, char *out)
 	return true;
 }
 
-static int add(struct method_overrides *o, const char *source, const char *v, size_t len, char *why,
-	       size_t cap)
+int method_overrides_add(struct method_overrides *o, const char *source, const char *v, size_t len,
+			 char *why, size_t cap)
 {
 	if (o->n == SHAPE_OVERRIDES_MAX) {
 		snprintf(why, cap, "more than %d method overrides", SHAPE_OVERRIDES_MAX);
@@ -98,8 +98,9 @@ static int query_pair(const char *p, size_t len, struct method_overrides *o, cha
 	if (!decode(p, nlen, name, sizeof name, &n) || !str_ieq(name, n, "_method", 7))
 		return 0;
 	if (!eq || !decode(eq + 1, len - nlen - 1, val, sizeof val, &v))
-		return add(o, "_method", "", 0, why, cap); /* refused: empty or undecodable */
-	return add(o, "_method", val, v, why, cap);
+		return method_overrides_add(o, "_method", "", 0, why,
+					    cap); /* refused: empty or undecodable */
+	return method_overrides_add(o, "_method", val, v, why, cap);
 }
 
 /* `&`/`;` separated pairs (a query string or a urlencoded form body). */
@@ -131,7 +132,8 @@ int request_method_overrides(const struct http_request *req, struct method_overr
 		const struct http_header *h = &req->headers.v[i];
 		for (size_t k = 0; k < ARRAY_SIZE(override_headers); k++)
 			if (header_name_is(h->name, override_headers[k]) &&
-			    add(out, override_headers[k], h->value.p, h->value.len, why, cap) < 0)
+			    method_overrides_add(out, override_headers[k], h->value.p, h->value.len,
+						 why, cap) < 0)
 				return -1;
 	}
 	return query_overrides(req, out, why, cap);
@@ -283,7 +285,8 @@ static int multipart_overrides(const char *body, size_t len, const char *boundar
 		}
 		const char *val = hend + 4;
 		if (part_is_method(p, (size_t)(hend - p)) &&
-		    add(o, "_method (form body)", val, (size_t)(next - val), why, cap) < 0)
+		    method_overrides_add(o, "_method (form body)", val, (size_t)(next - val), why,
+					 cap) < 0)
 			return -1;
 		p = next + dl;
 	}

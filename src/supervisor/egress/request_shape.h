@@ -20,6 +20,11 @@ struct method_overrides {
 	const char *source[SHAPE_OVERRIDES_MAX]; /* "X-HTTP-Method-Override", "_method", ... */
 };
 
+/* Appends value v[0..len) from source (a static string) to o: 0, or -1
+ * with why[cap] when it is not a method token or o is full. */
+int method_overrides_add(struct method_overrides *o, const char *source, const char *v, size_t len,
+			 char *why, size_t cap);
+
 /* Collects every override the request carries: the X-HTTP-Method-Override,
  * X-HTTP-Method and X-Method-Override headers (any case, '_' read as '-',
  * each occurrence)
