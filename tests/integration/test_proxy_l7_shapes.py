@@ -339,6 +339,18 @@ def test_lower_case_head_keeps_the_answers_framing(proxy, upstream):
     assert [q["method"] for q in upstream.requests()] == ["HEAD", "GET"]
 
 
+def test_request_pipelined_behind_an_allowed_one_is_judged_itself(proxy, upstream):
+    """One write: an allowed GET, then a DELETE the policy denies. The second
+    is parsed and judged on its own once the first is answered."""
+    req = ("GET http://upstream.test/pipe-ok HTTP/1.1\r\nHost: upstream.test\r\n"
+           "Content-Length: 0\r\n\r\n"
+           "DELETE http://upstream.test/pipe-no HTTP/1.1\r\nHost: upstream.test\r\n"
+           "Connection: close\r\n\r\n")
+    out = proxy.raw(req.encode())
+    assert out.startswith(b"HTTP/1.1 200") and b"HTTP/1.1 403" in out, out[:200]
+    assert [q["path"] for q in upstream.requests()] == ["/pipe-ok"]
+
+
 # ---- paths and queries an upstream decodes further than the matcher ----
 
 def get(proxy, target, host="paths.test"):
