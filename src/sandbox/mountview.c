@@ -40,11 +40,17 @@ struct view {
 	bool whole_root; /* "/" itself is read_only: the view starts as a copy of it */
 };
 
-/* /proc and /tmp are always the namespace's own (fresh) ones: entries at
+/* POSIX shared memory: world-writable and shared by every process of the
+ * host. Bound from the host it was a channel between sandboxes (and into
+ * host programs' segments), so wherever the view would show it, it is the
+ * sandbox's own tmpfs instead (see shm_view). */
+#define VIEW_SHM "/dev/shm"
+
+/* /proc, /tmp and /dev/shm are the namespace's own (fresh) ones: entries at
  * or below them are covered by those mounts and Landlock, not bound. */
 static bool fresh_mount_covers(const char *path)
 {
-	static const char *const fresh[] = { "/proc", "/tmp" };
+	static const char *const fresh[] = { "/proc", "/tmp", VIEW_SHM };
 	for (size_t i = 0; i < ARRAY_SIZE(fresh); i++)
 		if (!strcmp(path, fresh[i]) || path_is_inside(path, fresh[i]))
 			return true;
@@ -301,6 +307,33 @@ static int stage_root(const struct view *v, os_error *err)
 	return 0;
 }
 
+/* How the view shows /dev/shm: absent (0) unless an entry covers it (it,
+ * /dev or /); then a fresh tmpfs, writable (2) when a read_write entry
+ * covers it, else empty and read-only (1). */
+static int shm_view(const struct launch_spec *s, const struct view *v)
+{
+	bool ro = v->whole_root;
+	for (size_t i = 0; i < s->n_rw; i++)
+		if (!strcmp(s->rw_paths[i], VIEW_SHM) || path_is_inside(VIEW_SHM, s->rw_paths[i]))
+			return 2;
+	for (size_t i = 0; i < s->n_ro; i++)
+		ro |= !strcmp(s->ro_paths[i], VIEW_SHM) || path_is_inside(VIEW_SHM, s->ro_paths[i]);
+	return ro ? 1 : 0;
+}
+
+static int fresh_shm(int mode, os_error *err)
+{
+	if (mode == 0)
+		return 0;
+	if (mount_point(VIEW_STAGING VIEW_SHM, true, err) < 0)
+		return -1;
+	unsigned long ro = mode == 1 ? MS_RDONLY : 0;
+	if (mount("tmpfs", VIEW_STAGING VIEW_SHM, "tmpfs", MS_NOSUID | MS_NODEV | ro, "mode=1777") <
+	    0)
+		return os_error_errno(err, "mounting %s in the view", VIEW_SHM);
+	return 0;
+}
+
 /* The namespace's own /proc (its PID namespace) and a fresh /tmp. */
 static int fresh_mounts(os_error *err)
 {
@@ -358,7 +391,9 @@ static int build_staging(const struct launch_spec *s, struct view *v, os_error *
 	for (size_t i = 0; i < v->n; i++)
 		if (bind_entry(&v->e[i], err) < 0)
 			return -1;
-	return fresh_mounts(err) < 0 || cwd_point(s->cwd, err) < 0 ? -1 : 0;
+	if (fresh_mounts(err) < 0 || fresh_shm(shm_view(s, v), err) < 0)
+		return -1;
+	return cwd_point(s->cwd, err);
 }
 
 int mountview_build(const struct launch_spec *s, os_error *err)

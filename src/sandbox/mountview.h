@@ -23,7 +23,8 @@
  * under both names; the directories between a read_write entry and a
  * read_only one inside it are bound onto themselves, so none of them can
  * be renamed or removed (EBUSY) to move the read-only mount away from its
- * name. The view's /proc and /tmp are its own, and the working
+ * name. /dev/shm, where an entry would show it, is a tmpfs of its own.
+ * The view's /proc and /tmp are its own, and the working
  * directory exists (empty) even when unlisted. Then pivot_root into it and
  * detach the old root. Missing paths are skipped (Landlock reports them). */
 int mountview_build(const struct launch_spec *s, os_error *err);

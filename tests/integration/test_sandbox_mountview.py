@@ -229,3 +229,48 @@ def test_parents_of_a_read_only_path_inside_read_write_cannot_be_moved(tree):
         assert f.read() == "operator's"
     # Control: other directories of the writable tree still move.
     assert got["sibling_control"] == "OK" and os.path.isdir(os.path.join(rw, "other2"))
+
+
+SHM_ATTEMPTS = r"""
+import json, os
+def err(fn):
+    try:
+        fn()
+        return "OK"
+    except OSError as e:
+        return __import__("errno").errorcode[e.errno]
+print(json.dumps({"host_file_seen": os.path.exists("/dev/shm/" + os.environ["HOST_NAME"]),
+                  "write": err(lambda: open("/dev/shm/agent-" + os.environ["HOST_NAME"],
+                                            "w").write("x"))}))
+"""
+
+
+@pytest.fixture
+def host_shm_file():
+    name = f"osb-shm-{os.getpid()}"
+    path = os.path.join("/dev/shm", name)
+    with open(path, "w") as f:
+        f.write("a host program's shared memory")
+    os.chmod(path, 0o666)
+    yield name
+    for p in (path, os.path.join("/dev/shm", "agent-" + name)):
+        if os.path.exists(p):
+            os.unlink(p)
+
+
+@pytest.mark.parametrize("ro,rw,writable", [((), ("/dev/shm",), True), (("/dev",), (), False)],
+                         ids=["dev-shm-read-write", "dev-read-only"])
+def test_dev_shm_is_the_sandboxs_own(host_shm_file, ro, rw, writable):
+    """/dev/shm from the host is world-writable and shared by every process
+    there: bound into the view it was a channel between sandboxes and into
+    host programs' segments. The view's /dev/shm is a tmpfs of its own."""
+    s = su.spec(["/usr/bin/python3", "-c", SHM_ATTEMPTS], read_only=list(ro),
+                read_write=list(rw), env={"PATH": "/usr/bin:/bin", "HOST_NAME": host_shm_file})
+    r = su.run(s)
+    assert r.rc == 0 and r.execed, r
+    got = json.loads(r.stdout)
+    assert got["host_file_seen"] is False, got
+    assert got["write"] == ("OK" if writable else "EROFS"), got
+    # Nothing the agent wrote is on the host.
+    assert not os.path.exists(os.path.join("/dev/shm", "agent-" + host_shm_file))
+    assert os.path.exists(os.path.join("/dev/shm", host_shm_file))  # control: it is there
