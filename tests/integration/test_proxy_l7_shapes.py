@@ -351,6 +351,17 @@ def test_request_pipelined_behind_an_allowed_one_is_judged_itself(proxy, upstrea
     assert [q["path"] for q in upstream.requests()] == ["/pipe-ok"]
 
 
+def test_http10_request_without_host_names_the_judged_host(proxy, upstream):
+    """Forwarded as HTTP/1.1, a Host-less HTTP/1.0 request would be answered
+    from whatever site is the default at a shared address."""
+    out = proxy.raw(b"GET http://upstream.test/h10 HTTP/1.0\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 200"), out[:200]
+    assert reached(upstream, "/h10")[0]["headers"]["host"] == "upstream.test"
+    # Control: a Host the agent sent (it must agree with the URI) is kept.
+    out = proxy.raw(b"GET http://upstream.test/h10b HTTP/1.0\r\nHost: UPSTREAM.test\r\n\r\n")
+    assert reached(upstream, "/h10b")[0]["headers"]["host"] == "UPSTREAM.test"
+
+
 # ---- paths and queries an upstream decodes further than the matcher ----
 
 def get(proxy, target, host="paths.test"):

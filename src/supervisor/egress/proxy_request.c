@@ -298,6 +298,20 @@ static bool is_hop_header(struct http_slice n)
 	return false;
 }
 
+/* An HTTP/1.0 request may come without Host; forwarded as HTTP/1.1 it
+ * names the host it was judged for, or a server at a shared address would
+ * answer from its default site, whatever name that is. */
+static int write_judged_host(const struct conn *c, struct buf *o, os_error *err)
+{
+	bool v6 = strchr(c->host, ':') != NULL;
+	uint16_t dflt = c->mode == MODE_MITM ? 443 : 80;
+	if (c->port == dflt)
+		return buf_printf(o, err, "Host: %s%s%s\r\n", v6 ? "[" : "", c->host,
+				  v6 ? "]" : "");
+	return buf_printf(o, err, "Host: %s%s%s:%u\r\n", v6 ? "[" : "", c->host, v6 ? "]" : "",
+			  (unsigned)c->port);
+}
+
 /* Appends the request head as forwarded upstream: origin-form canonical
  * target, hop-by-hop headers dropped, credential placeholders resolved (or
  * the request signed, proxy_sigv4.c). */
@@ -363,6 +377,8 @@ static int build_upstream_head(struct conn *c, const struct http_request *req, c
 	if (val.data)
 		memset(val.data, 0, val.alloc); /* may have held a secret */
 	buf_free(&val);
+	if (rc == 0 && !req->has_host)
+		rc = write_judged_host(c, o, &err);
 	if (rc == 0 && c->mw_replaced)
 		rc = buf_printf(o, &err, "Content-Length: %zu\r\n", c->mw_body.len);
 	if (rc == 0 && c->signing && (rc = proxy_sigv4_sign(c, req, method, canon, &err)) == 0)
