@@ -111,12 +111,15 @@ OVERRIDES = [("X-HTTP-Method-Override: DELETE", ""), ("X-HTTP-Method: DELETE", "
              ("X-Method-Override: delete", ""), (None, "?_method=DELETE"),
              (None, "?a=1;%5Fmethod=DEL%45TE"),
              # CGI-style servers (PHP, WSGI, Rack) map '_' and '-' to one name
-             ("X_HTTP_METHOD_OVERRIDE: DELETE", ""), ("x-http_method: DELETE", "")]
+             ("X_HTTP_METHOD_OVERRIDE: DELETE", ""), ("x-http_method: DELETE", ""),
+             # PHP registers `.method` and `[method` as `_method`
+             (None, "?.method=DELETE"), (None, "?%5Bmethod=DELETE")]
 
 
 @pytest.mark.parametrize("header,query", OVERRIDES,
                          ids=["x-http-method-override", "x-http-method", "x-method-override",
-                              "query", "query-encoded", "underscores", "mixed-underscore"])
+                              "query", "query-encoded", "underscores", "mixed-underscore",
+                              "php-dot", "php-bracket"])
 def test_method_override_judged_as_the_overridden_method(proxy, upstream, header, query):
     head, body = post("/upload/a")  # positive control: the plain POST is allowed
     assert http(proxy, head, body)[0] == 200
@@ -179,10 +182,13 @@ def multipart(fields, boundary="XyZ-b0undary"):
     (URLENC, b"a=1;%5Fmethod=del%45te"),
     multipart([("title", b"x"), ("_method", b"DELETE")]),
     multipart([("file", b"A" * 100000), ("_method", b"DELETE")]),  # after a big part
+    (URLENC, b"title=x&+_method=DELETE"),  # PHP drops leading spaces of names
+    multipart([("title", b"x"), (".method", b"DELETE")]),  # PHP: `.` is `_`
     (None, b"_method=DELETE"),  # Rack reads a POST without Content-Type as a form
     ("Content-Type: application/json\r\nContent-Type: application/x-www-form-urlencoded",
      b"_method=DELETE"),  # two types: an upstream may take the form one
 ], ids=["urlencoded", "urlencoded-encoded", "multipart", "multipart-after-file",
+        "php-leading-space", "php-multipart-dot",
         "no-content-type", "two-content-types"])
 def test_form_body_method_override_judged(proxy, upstream, ctype, body):
     head, _ = post("/upload/f", *([ctype] if ctype else []), body=body)
@@ -195,10 +201,11 @@ def test_form_body_method_override_judged(proxy, upstream, ctype, body):
 
 @pytest.mark.parametrize("ctype,body", [
     (URLENC, b"title=x&method=DELETE"),  # another field, not _method
+    (URLENC, b"title=x&a.method=DELETE&_method[x]=DELETE"),  # a_method, an array
     (URLENC, b"_method=GET"),  # an override to an allowed method
     multipart([("title", b"_method=DELETE"), ("note", b"x")]),  # the words as data
     ("Content-Type: text/plain", b'{"_method":"DELETE"}'),  # neither a form nor JSON
-], ids=["other-field", "allowed-override", "multipart-data", "text"])
+], ids=["other-field", "php-other-names", "allowed-override", "multipart-data", "text"])
 def test_form_bodies_without_a_denied_override_pass(proxy, upstream, ctype, body):
     head, _ = post("/upload/f", ctype, body=body)
     assert http(proxy, head, body)[0] == 200

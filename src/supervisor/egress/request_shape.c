@@ -87,15 +87,48 @@ static bool decode(const char *s, size_t len, char *out, size_t cap, size_t *ole
 	return true;
 }
 
-/* One query pair: a `_method` name (any case, escapes decoded) adds its
- * value; a name that cannot be decoded cannot be `_method` to anyone. */
+/* A parameter name some framework reads as `_method`: any case, escapes
+ * decoded when `escaped` ('+' as a space), and as PHP registers names:
+ * leading spaces dropped, then '.', ' ' and '[' read as '_' (`.method`,
+ * `[method` and ` _method` are `_method` to Laravel and Symfony). A name
+ * that cannot be decoded is nobody's `_method`. */
+static bool name_is_method(const char *p, size_t len, bool escaped)
+{
+	char out[7];
+	size_t o = 0;
+	bool leading = true;
+	for (size_t i = 0; i < len; i++) {
+		int ch = (unsigned char)p[i];
+		if (escaped && ch == '%') {
+			int hi = i + 2 < len ? hex_digit_value((unsigned char)p[i + 1]) : -1;
+			int lo = i + 2 < len ? hex_digit_value((unsigned char)p[i + 2]) : -1;
+			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+				return false;
+			ch = hi << 4 | lo;
+			i += 2;
+		} else if (escaped && ch == '+') {
+			ch = ' ';
+		}
+		if (leading && ch == ' ')
+			continue;
+		leading = false;
+		if (ch == '.' || ch == ' ' || ch == '[')
+			ch = '_';
+		if (o == sizeof out)
+			return false;
+		out[o++] = (char)ch;
+	}
+	return str_ieq(out, o, "_method", 7);
+}
+
+/* One query pair: a `_method` name (see name_is_method) adds its value. */
 static int query_pair(const char *p, size_t len, struct method_overrides *o, char *why, size_t cap)
 {
 	const char *eq = memchr(p, '=', len);
 	size_t nlen = eq ? (size_t)(eq - p) : len;
-	char name[16], val[SHAPE_METHOD_MAX * 3];
-	size_t n = 0, v = 0;
-	if (!decode(p, nlen, name, sizeof name, &n) || !str_ieq(name, n, "_method", 7))
+	char val[SHAPE_METHOD_MAX * 3];
+	size_t v = 0;
+	if (!name_is_method(p, nlen, true))
 		return 0;
 	if (!eq || !decode(eq + 1, len - nlen - 1, val, sizeof val, &v))
 		return method_overrides_add(o, "_method", "", 0, why,
@@ -246,7 +279,7 @@ static bool part_is_method(const char *p, size_t len)
 			size_t nl;
 			if (!header_param(line + 20, ll - 20, "name", &name, &nl))
 				return false;
-			return str_ieq(name, nl, "_method", 7);
+			return name_is_method(name, nl, false);
 		}
 		i += ll + 2;
 	}
