@@ -121,14 +121,36 @@ static bool globs_match(const struct policy_query *m, const char *v)
 	return false;
 }
 
-/* In one reading: how many parameters are called m->name, and how many of
- * those have a value m matches. */
+/* name is `want` as PHP and Rack register it: leading spaces dropped, an
+ * array suffix (`q[]`, `q[0]`) cut, and ' ', '.' and an unmatched '[' read
+ * as '_' (` q`, `q[]` are q there). */
+static bool framework_name_is(const char *name, const char *want)
+{
+	while (*name == ' ')
+		name++;
+	size_t n = strlen(name), w = strlen(want);
+	const char *open = strchr(name, '[');
+	if (open && strchr(open, ']'))
+		n = (size_t)(open - name);
+	if (n != w)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i] == ' ' || name[i] == '.' || name[i] == '[' ? '_' : name[i];
+		if (ch != want[i])
+			return false;
+	}
+	return true;
+}
+
+/* In one reading: how many parameters are called m->name, as sent or as
+ * frameworks register names (so a deny sees ` q=` and `q[]=`, and an allow
+ * needs them to match too), and how many of those have a value m matches. */
 static void reading_hits(const struct policy_query *m, const struct qreading *rd, size_t *seen,
 			 size_t *hits)
 {
 	*seen = *hits = 0;
 	for (size_t j = 0; j < rd->n; j++)
-		if (!strcmp(rd->name[j], m->name)) {
+		if (!strcmp(rd->name[j], m->name) || framework_name_is(rd->name[j], m->name)) {
 			(*seen)++;
 			*hits += globs_match(m, rd->value[j]);
 		}

@@ -413,10 +413,11 @@ def test_paths_that_mean_one_thing_pass_canonical(proxy, upstream):
 
 
 @pytest.mark.parametrize("query", ["q=secret", "q=top+secret", "q=a&q=secret", "x=1;q=secret",
-                                   "q=%73ecret"])
+                                   "q=%73ecret", "+q=secret", "q[]=secret"])
 def test_query_deny_sees_every_reading(proxy, upstream, query):
     """`;` separates parameters for Rack < 3 and Python's parse_qs < 3.9.2,
-    `+` is a space to frameworks, repeats are all judged."""
+    `+` is a space to frameworks, repeats are all judged, and PHP and Rack
+    read ` q` and `q[]` as q."""
     status, payload = get(proxy, "/public/search?" + query)
     assert status == 403 and json.loads(payload)["reason"] == "deny_rule", (query, payload)
     assert not reached(upstream, "/public/search")

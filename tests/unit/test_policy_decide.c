@@ -287,6 +287,11 @@ static void query_plus_is_read_both_ways(void **state)
 		/* Controls: the same parameters with '&', an encoded ';' in a value. */
 		{ "/search?q=lang-c&page=1&x=y", "allowed" },
 		{ "/search?q=lang-c%3Bd&page=1", "allowed" },
+		/* Names as PHP and Rack register them: ` q` and `q[]` are q. */
+		{ "/search?q=lang-c&page=1&+q=my-password", "deny_rule" },
+		{ "/search?q=lang-c&page=1&q[]=my-password", "deny_rule" },
+		{ "/search?q=lang-c&page=1&%20q=other", "no_matching_rule" },
+		{ "/search?q=lang-c&page=1&qq=my-password&q.x=my-password", "allowed" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		bool allowed = !strcmp(cases[i].why, "allowed");
