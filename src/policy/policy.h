@@ -33,6 +33,9 @@ enum policy_protocol {
 	/* WebSocket (`websocket`): the upgrade judged as REST, then each client
 	 * text message as method WEBSOCKET_TEXT on the upgrade's path and query. */
 	POLICY_PROTO_WEBSOCKET,
+	/* SQL (`sql`): reserved upstream (OpenShell v1 relays it uninspected and
+	 * accepts only `enforcement: audit`); here an L4 tunnel, never parsed. */
+	POLICY_PROTO_SQL,
 };
 /* Requests on the endpoint are parsed and judged (TLS is terminated for it). */
 static inline bool policy_protocol_inspected(enum policy_protocol p)

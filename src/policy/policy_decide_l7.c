@@ -255,6 +255,17 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 		graphql_decide_transport(ep, m, canon, out);
 		return;
 	}
+	if (ep->protocol == POLICY_PROTO_SQL) {
+		/* Only an HTTP request beside an inspected endpoint on the same
+		 * host:port can be routed here (a path no other endpoint takes):
+		 * it is not SQL, and no rule of this endpoint can judge it. */
+		out->reason = POLICY_R_NO_MATCHING_RULE;
+		snprintf(out->detail, sizeof out->detail,
+			 "%s %s: routed to a protocol sql endpoint of policy %s, which judges no "
+			 "HTTP request",
+			 m, canon, out->policy);
+		return;
+	}
 	if (!policy_protocol_rest_rules(ep->protocol)) {
 		out->verdict = POLICY_ALLOW;
 		out->reason = POLICY_R_NOT_INSPECTED;
