@@ -353,8 +353,12 @@ const struct policy_endpoint *policy_route_request(const struct policy_gen *g,
 bool policy_route_needs_tls(const struct policy_gen *g, const struct policy_endpoint *admitted,
 			    const char *host, uint16_t port, const char *const *chain, size_t n);
 /* policy_route_request, then policy_decide_request on the endpoint chosen
- * (out->endpoint; NULL, denied with rule "path", when no path matches).
- * What every caller judging a request on an admitted connection uses. */
+ * (out->endpoint; NULL, denied with rule "path", when no path matches),
+ * with, for rest/websocket, the rules of the other endpoints of policies
+ * admitting the caller whose host, port and path match merged in (any deny
+ * rule denies, else any allow rule allows; out->policy and out->rule name
+ * the one that decided, out->endpoint stays the routed one, whose settings
+ * apply). What every caller judging a request on an admitted connection uses. */
 void policy_decide_routed_request(const struct policy_gen *g,
 				  const struct policy_endpoint *admitted, const char *host,
 				  uint16_t port, const char *const *chain, size_t n,

@@ -179,8 +179,7 @@ static bool access_allows(enum policy_access a, const char *m)
 	return false;
 }
 
-/* Upper-cases a token method into out; false when not an HTTP token. */
-static bool method_norm(const char *m, char *out, size_t cap)
+bool policy_l7_method_norm(const char *m, char *out, size_t cap)
 {
 	size_t n = m ? strlen(m) : 0;
 	if (n == 0 || n >= cap)
@@ -197,8 +196,8 @@ static bool method_norm(const char *m, char *out, size_t cap)
 	return true;
 }
 
-static void finish(struct policy_decision *out, const struct policy_endpoint *ep, bool violation,
-		   enum policy_reason r, const char *m, const char *path)
+void policy_l7_finish(struct policy_decision *out, const struct policy_endpoint *ep,
+		      bool violation, enum policy_reason r, const char *m, const char *path)
 {
 	out->reason = r;
 	out->verdict = !violation			     ? POLICY_ALLOW
@@ -215,6 +214,27 @@ static void finish(struct policy_decision *out, const struct policy_endpoint *ep
 		 out->rule[0] ? " of " : "", "policy ", out->policy, NULL);
 }
 
+bool policy_l7_rules_say(const struct policy_endpoint *ep, bool deny, const char *m,
+			const char *canon, const char *qs, size_t qlen, char *rule, size_t rule_cap)
+{
+	struct qparams q;
+	if (!policy_protocol_rest_rules(ep->protocol) || !policy_endpoint_path_match(ep->path, canon))
+		return false;
+	query_parse(qs ? qs : "", qs ? qlen : 0, &q);
+	const struct policy_rule *r = deny ? ep->deny_rules : ep->rules;
+	size_t n = deny ? ep->n_deny : ep->n_rules;
+	if (!deny && ep->access && access_allows(ep->access, m)) {
+		str_join(rule, rule_cap, "access:", policy_access_name(ep->access), NULL);
+		return true;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (rule_match(&r[i], m, canon, &q, deny)) {
+			snprintf(rule, rule_cap, "%s[%zu]", deny ? "deny_rules" : "rules", i);
+			return true;
+		}
+	return false;
+}
+
 void policy_decide_request(const struct policy_gen *g, const struct policy_endpoint *ep,
 			   const char *method, const char *raw_target, char *canon,
 			   size_t canon_cap, struct policy_decision *out)
@@ -228,7 +248,7 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 		canon = local;
 		canon_cap = sizeof local;
 	}
-	if (!method_norm(method, m, sizeof m)) {
+	if (!policy_l7_method_norm(method, m, sizeof m)) {
 		out->reason = POLICY_R_INVALID_METHOD;
 		snprintf(out->detail, sizeof out->detail, "request with an invalid method");
 		return;
@@ -278,27 +298,27 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 	 * policy_route_request chooses an endpoint whose path matches. */
 	if (!policy_endpoint_path_match(ep->path, canon)) {
 		snprintf(out->rule, sizeof out->rule, "path");
-		finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
+		policy_l7_finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
 		return;
 	}
 	query_parse(qs ? qs : "", qs ? qlen : 0, &q);
 	for (size_t i = 0; i < ep->n_deny; i++)
 		if (rule_match(&ep->deny_rules[i], m, canon, &q, true)) {
 			snprintf(out->rule, sizeof out->rule, "deny_rules[%zu]", i);
-			finish(out, ep, true, POLICY_R_DENY_RULE, m, canon);
+			policy_l7_finish(out, ep, true, POLICY_R_DENY_RULE, m, canon);
 			return;
 		}
 	if (ep->access && access_allows(ep->access, m)) {
 		str_join(out->rule, sizeof out->rule, "access:", policy_access_name(ep->access),
 			 NULL);
-		finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
+		policy_l7_finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
 		return;
 	}
 	for (size_t i = 0; i < ep->n_rules; i++)
 		if (rule_match(&ep->rules[i], m, canon, &q, false)) {
 			snprintf(out->rule, sizeof out->rule, "rules[%zu]", i);
-			finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
+			policy_l7_finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
 			return;
 		}
-	finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
+	policy_l7_finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
 }
