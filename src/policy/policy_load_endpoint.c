@@ -543,6 +543,13 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 		ep->tls = POLICY_TLS_AUTO;
 	}
 	kp_pop(c, old);
+	if (ep->allow_uninspected_credentials && !cred) {
+		const struct ynode *auc = ynode_map_get(n, "allow_uninspected_credentials");
+		kp_push(c, ".allow_uninspected_credentials");
+		lwarn(c, auc, "has no effect: the endpoint binds no provider (credential_binding), "
+			      "so no credential can travel uninspected (OpenShell ignores it too)");
+		kp_pop(c, old);
+	}
 	if (!proto)
 		ignore_l7_keys(c, n, ep);
 	check_rpc_endpoint(c, n, ep);
