@@ -1,9 +1,9 @@
 """`openshell policy propose NAME [--apply]` as a user runs it: the
 sandbox's denials, aggregated (one rule per host/port/binary/method/path,
 with its count in the rule's comment), become the smallest policy change that
-allows them: an allow rule on the endpoint that judged an L7 denial (a
-request is judged by one endpoint's rules, so a second policy would not do),
-a new policy for an L4 denial. --apply shows the diff and loads it through
+allows them: an allow rule on the endpoint that judged an L7 denial (the
+one the request routes to, whose rules also judge JSON-RPC, GraphQL and
+WebSocket messages), a new policy for an L4 denial. --apply shows the diff and loads it through
 the revision path; the denied requests then succeed, and others stay denied."""
 
 import pytest
