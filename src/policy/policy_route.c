@@ -187,7 +187,7 @@ static void merge_sibling_rules(const struct policy_gen *g, const struct policy_
 				size_t n, const char *method, const char *raw_target,
 				const char *canon, struct policy_decision *out)
 {
-	if (!policy_protocol_rest_rules(ep->protocol) ||
+	if (!host || !policy_protocol_rest_rules(ep->protocol) ||
 	    (out->reason != POLICY_R_ALLOWED && out->reason != POLICY_R_NO_MATCHING_RULE))
 		return;
 	char m[40], h[HOST_NAME_CAP], path[8192];
