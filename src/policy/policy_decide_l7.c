@@ -164,10 +164,19 @@ static bool rule_match(const struct policy_rule *r, const char *m, const char *p
 	       query_match(r, q, deny);
 }
 
-static bool access_allows(enum policy_access a, const char *m)
+/* OpenShell's preset expansion (l7 access_preset_rules): rest read-only is
+ * GET, HEAD, OPTIONS on every path, read-write adds POST, PUT, PATCH; on a
+ * websocket endpoint read-only is GET (the upgrade; GET covers HEAD) and
+ * read-write adds WEBSOCKET_TEXT (client messages); full is every method. */
+static bool access_allows(const struct policy_endpoint *ep, const char *m)
 {
-	static const char *const ro[] = { "GET", "HEAD", "OPTIONS", NULL };
-	static const char *const rw[] = { "POST", "PUT", "PATCH", NULL };
+	static const char *const rest_ro[] = { "GET", "HEAD", "OPTIONS", NULL };
+	static const char *const rest_rw[] = { "POST", "PUT", "PATCH", NULL };
+	static const char *const ws_ro[] = { "GET", "HEAD", NULL };
+	static const char *const ws_rw[] = { POLICY_WEBSOCKET_TEXT_METHOD, NULL };
+	enum policy_access a = ep->access;
+	bool ws = ep->protocol == POLICY_PROTO_WEBSOCKET;
+	const char *const *ro = ws ? ws_ro : rest_ro, *const *rw = ws ? ws_rw : rest_rw;
 	if (a == POLICY_ACCESS_FULL)
 		return true;
 	for (size_t i = 0; a >= POLICY_ACCESS_READ_ONLY && ro[i]; i++)
@@ -223,7 +232,7 @@ bool policy_l7_rules_say(const struct policy_endpoint *ep, bool deny, const char
 	query_parse(qs ? qs : "", qs ? qlen : 0, &q);
 	const struct policy_rule *r = deny ? ep->deny_rules : ep->rules;
 	size_t n = deny ? ep->n_deny : ep->n_rules;
-	if (!deny && ep->access && access_allows(ep->access, m)) {
+	if (!deny && ep->access && access_allows(ep, m)) {
 		str_join(rule, rule_cap, "access:", policy_access_name(ep->access), NULL);
 		return true;
 	}
@@ -308,7 +317,7 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 			policy_l7_finish(out, ep, true, POLICY_R_DENY_RULE, m, canon);
 			return;
 		}
-	if (ep->access && access_allows(ep->access, m)) {
+	if (ep->access && access_allows(ep, m)) {
 		str_join(out->rule, sizeof out->rule, "access:", policy_access_name(ep->access),
 			 NULL);
 		policy_l7_finish(out, ep, false, POLICY_R_ALLOWED, m, canon);

@@ -248,15 +248,13 @@ void check_graphql_endpoint(struct lctx *c, const struct ynode *n, struct policy
 		return;
 	if (!ep->graphql_max_body_bytes)
 		ep->graphql_max_body_bytes = POLICY_GRAPHQL_MAX_BODY_DEFAULT;
-	const struct ynode *acc = ynode_map_get(n, "access");
-	if (acc) {
-		kp_push(c, ".access");
-		lerr(c, acc, "access presets do not apply to protocol graphql; write rules");
-		kp_pop(c, old);
-	} else if (!ynode_map_get(n, "rules")) {
+	/* access: OpenShell expands it to operation_type rules (read-only:
+	 * query; read-write: + mutation; full: every type), policy_decide_graphql. */
+	if (!ynode_map_get(n, "access") && !ynode_map_get(n, "rules")) {
 		kp_push(c, ".protocol");
 		lerr(c, ynode_map_get(n, "protocol"),
-		     "a graphql endpoint needs rules (operation_type, operation_name, fields)");
+		     "a graphql endpoint needs access or rules (operation_type, operation_name, "
+		     "fields)");
 		kp_pop(c, old);
 	}
 }
