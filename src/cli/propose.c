@@ -194,18 +194,23 @@ static bool port_matches(const json_t *ep, json_int_t port)
 }
 
 /* An access preset as the rules it stands for (access and rules exclude
- * each other): read-only GET (HEAD with it) and OPTIONS, read-write adds
- * POST, PUT, PATCH, full any method. */
+ * each other), per protocol as the policy engine reads it: read-only GET
+ * (HEAD with it) and OPTIONS, read-write adds POST, PUT, PATCH; on a
+ * websocket endpoint read-only is GET, read-write adds WEBSOCKET_TEXT; full
+ * any method. */
 static void access_to_rules(json_t *ep)
 {
 	static const char *const ro[] = { "GET", "OPTIONS", NULL };
 	static const char *const rw[] = { "GET", "OPTIONS", "POST", "PUT", "PATCH", NULL };
+	static const char *const ws_ro[] = { "GET", NULL };
+	static const char *const ws_rw[] = { "GET", POLICY_WEBSOCKET_TEXT_METHOD, NULL };
 	static const char *const full[] = { "*", NULL };
-	const char *a = get_s(ep, "access");
+	const char *a = get_s(ep, "access"), *proto = get_s(ep, "protocol");
 	if (!a)
 		return;
-	const char *const *methods = !strcmp(a, "read-only")	? ro
-				     : !strcmp(a, "read-write") ? rw
+	bool ws = proto && !strcmp(proto, "websocket");
+	const char *const *methods = !strcmp(a, "read-only")	? (ws ? ws_ro : ro)
+				     : !strcmp(a, "read-write") ? (ws ? ws_rw : rw)
 								: full;
 	json_t *rules = json_array();
 	for (size_t i = 0; methods[i]; i++)

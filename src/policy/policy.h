@@ -33,6 +33,9 @@ enum policy_protocol {
 	/* WebSocket (`websocket`): the upgrade judged as REST, then each client
 	 * text message as method WEBSOCKET_TEXT on the upgrade's path and query. */
 	POLICY_PROTO_WEBSOCKET,
+	/* SQL (`sql`): reserved upstream (OpenShell v1 relays it uninspected and
+	 * accepts only `enforcement: audit`); here an L4 tunnel, never parsed. */
+	POLICY_PROTO_SQL,
 };
 /* Requests on the endpoint are parsed and judged (TLS is terminated for it). */
 static inline bool policy_protocol_inspected(enum policy_protocol p)
@@ -350,8 +353,12 @@ const struct policy_endpoint *policy_route_request(const struct policy_gen *g,
 bool policy_route_needs_tls(const struct policy_gen *g, const struct policy_endpoint *admitted,
 			    const char *host, uint16_t port, const char *const *chain, size_t n);
 /* policy_route_request, then policy_decide_request on the endpoint chosen
- * (out->endpoint; NULL, denied with rule "path", when no path matches).
- * What every caller judging a request on an admitted connection uses. */
+ * (out->endpoint; NULL, denied with rule "path", when no path matches),
+ * with, for rest/websocket, the rules of the other endpoints of policies
+ * admitting the caller whose host, port and path match merged in (any deny
+ * rule denies, else any allow rule allows; out->policy and out->rule name
+ * the one that decided, out->endpoint stays the routed one, whose settings
+ * apply). What every caller judging a request on an admitted connection uses. */
 void policy_decide_routed_request(const struct policy_gen *g,
 				  const struct policy_endpoint *admitted, const char *host,
 				  uint16_t port, const char *const *chain, size_t n,

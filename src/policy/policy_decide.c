@@ -178,10 +178,13 @@ void policy_decide_address(const struct policy_endpoint *ep, const struct ip_add
 	if (ep && ep->host && host_is_metadata_name(ep->host)) {
 		v = SSRF_DENY_ALWAYS;
 		why = "cloud metadata endpoint (always blocked)";
-	} else if (ep && !ep->host && v == SSRF_ALLOW && !allowed_has(ep, a)) {
-		/* A hostless endpoint matches any name: only its allowed_ips open. */
+	} else if (ep && ep->n_allowed && v == SSRF_ALLOW && !allowed_has(ep, a)) {
+		/* allowed_ips is an allowlist (OpenShell's "host + allowlist" and
+		 * hostless modes: every resolved address must be inside it, public
+		 * ones included), not only a lift of the internal-address block. */
 		v = SSRF_DENY_INTERNAL;
-		why = "address outside the allowed_ips of a hostless endpoint";
+		why = ep->host ? "address outside the endpoint's allowed_ips"
+			       : "address outside the allowed_ips of a hostless endpoint";
 	}
 	static const enum policy_reason reasons[] = {
 		[SSRF_ALLOW] = POLICY_R_ALLOWED,

@@ -98,6 +98,24 @@ static bool allow_matches(const struct policy_graphql_op *rule, const struct pol
 	return true;
 }
 
+/* An access preset as OpenShell expands it for graphql (access_preset_rules):
+ * read-only allows queries, read-write queries and mutations, full every
+ * operation type. */
+static bool access_allows(enum policy_access a, const struct policy_graphql_op *op)
+{
+	switch (a) {
+	case POLICY_ACCESS_FULL:
+		return true;
+	case POLICY_ACCESS_READ_WRITE:
+		return op->type == GRAPHQL_QUERY || op->type == GRAPHQL_MUTATION;
+	case POLICY_ACCESS_READ_ONLY:
+		return op->type == GRAPHQL_QUERY;
+	case POLICY_ACCESS_NONE:
+		break;
+	}
+	return false;
+}
+
 static void describe(struct policy_decision *out, const struct policy_endpoint *ep, bool violation,
 		     enum policy_reason r, const struct policy_graphql_op *op)
 {
@@ -146,6 +164,11 @@ void policy_decide_graphql(const struct policy_gen *g, const struct policy_endpo
 			describe(out, ep, true, POLICY_R_DENY_RULE, op);
 			return;
 		}
+	if (ep->protocol == POLICY_PROTO_GRAPHQL && access_allows(ep->access, op)) {
+		snprintf(out->rule, sizeof out->rule, "access:%s", policy_access_name(ep->access));
+		describe(out, ep, false, POLICY_R_ALLOWED, op);
+		return;
+	}
 	for (size_t i = 0; i < ep->n_rules; i++)
 		if (ep->rules[i].graphql && allow_matches(ep->rules[i].graphql, op)) {
 			snprintf(out->rule, sizeof out->rule, "rules[%zu]", i);

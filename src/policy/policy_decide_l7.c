@@ -196,10 +196,19 @@ static bool rule_match(const struct policy_rule *r, const char *m, const char *p
 	       query_match(r, q, deny);
 }
 
-static bool access_allows(enum policy_access a, const char *m)
+/* OpenShell's preset expansion (l7 access_preset_rules): rest read-only is
+ * GET, HEAD, OPTIONS on every path, read-write adds POST, PUT, PATCH; on a
+ * websocket endpoint read-only is GET (the upgrade; GET covers HEAD) and
+ * read-write adds WEBSOCKET_TEXT (client messages); full is every method. */
+static bool access_allows(const struct policy_endpoint *ep, const char *m)
 {
-	static const char *const ro[] = { "GET", "HEAD", "OPTIONS", NULL };
-	static const char *const rw[] = { "POST", "PUT", "PATCH", NULL };
+	static const char *const rest_ro[] = { "GET", "HEAD", "OPTIONS", NULL };
+	static const char *const rest_rw[] = { "POST", "PUT", "PATCH", NULL };
+	static const char *const ws_ro[] = { "GET", "HEAD", NULL };
+	static const char *const ws_rw[] = { POLICY_WEBSOCKET_TEXT_METHOD, NULL };
+	enum policy_access a = ep->access;
+	bool ws = ep->protocol == POLICY_PROTO_WEBSOCKET;
+	const char *const *ro = ws ? ws_ro : rest_ro, *const *rw = ws ? ws_rw : rest_rw;
 	if (a == POLICY_ACCESS_FULL)
 		return true;
 	for (size_t i = 0; a >= POLICY_ACCESS_READ_ONLY && ro[i]; i++)
@@ -211,8 +220,7 @@ static bool access_allows(enum policy_access a, const char *m)
 	return false;
 }
 
-/* Upper-cases a token method into out; false when not an HTTP token. */
-static bool method_norm(const char *m, char *out, size_t cap)
+bool policy_l7_method_norm(const char *m, char *out, size_t cap)
 {
 	size_t n = m ? strlen(m) : 0;
 	if (n == 0 || n >= cap)
@@ -229,8 +237,8 @@ static bool method_norm(const char *m, char *out, size_t cap)
 	return true;
 }
 
-static void finish(struct policy_decision *out, const struct policy_endpoint *ep, bool violation,
-		   enum policy_reason r, const char *m, const char *path)
+void policy_l7_finish(struct policy_decision *out, const struct policy_endpoint *ep,
+		      bool violation, enum policy_reason r, const char *m, const char *path)
 {
 	out->reason = r;
 	out->verdict = !violation			     ? POLICY_ALLOW
@@ -247,6 +255,27 @@ static void finish(struct policy_decision *out, const struct policy_endpoint *ep
 		 out->rule[0] ? " of " : "", "policy ", out->policy, NULL);
 }
 
+bool policy_l7_rules_say(const struct policy_endpoint *ep, bool deny, const char *m,
+			const char *canon, const char *qs, size_t qlen, char *rule, size_t rule_cap)
+{
+	struct qparams q;
+	if (!policy_protocol_rest_rules(ep->protocol) || !policy_endpoint_path_match(ep->path, canon))
+		return false;
+	query_parse(qs ? qs : "", qs ? qlen : 0, &q);
+	const struct policy_rule *r = deny ? ep->deny_rules : ep->rules;
+	size_t n = deny ? ep->n_deny : ep->n_rules;
+	if (!deny && ep->access && access_allows(ep, m)) {
+		str_join(rule, rule_cap, "access:", policy_access_name(ep->access), NULL);
+		return true;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (rule_match(&r[i], m, canon, &q, deny)) {
+			snprintf(rule, rule_cap, "%s[%zu]", deny ? "deny_rules" : "rules", i);
+			return true;
+		}
+	return false;
+}
+
 void policy_decide_request(const struct policy_gen *g, const struct policy_endpoint *ep,
 			   const char *method, const char *raw_target, char *canon,
 			   size_t canon_cap, struct policy_decision *out)
@@ -260,7 +289,7 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 		canon = local;
 		canon_cap = sizeof local;
 	}
-	if (!method_norm(method, m, sizeof m)) {
+	if (!policy_l7_method_norm(method, m, sizeof m)) {
 		out->reason = POLICY_R_INVALID_METHOD;
 		snprintf(out->detail, sizeof out->detail, "request with an invalid method");
 		return;
@@ -287,6 +316,17 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 		graphql_decide_transport(ep, m, canon, out);
 		return;
 	}
+	if (ep->protocol == POLICY_PROTO_SQL) {
+		/* Only an HTTP request beside an inspected endpoint on the same
+		 * host:port can be routed here (a path no other endpoint takes):
+		 * it is not SQL, and no rule of this endpoint can judge it. */
+		out->reason = POLICY_R_NO_MATCHING_RULE;
+		snprintf(out->detail, sizeof out->detail,
+			 "%s %s: routed to a protocol sql endpoint of policy %s, which judges no "
+			 "HTTP request",
+			 m, canon, out->policy);
+		return;
+	}
 	if (!policy_protocol_rest_rules(ep->protocol)) {
 		out->verdict = POLICY_ALLOW;
 		out->reason = POLICY_R_NOT_INSPECTED;
@@ -299,27 +339,27 @@ void policy_decide_request(const struct policy_gen *g, const struct policy_endpo
 	 * policy_route_request chooses an endpoint whose path matches. */
 	if (!policy_endpoint_path_match(ep->path, canon)) {
 		snprintf(out->rule, sizeof out->rule, "path");
-		finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
+		policy_l7_finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
 		return;
 	}
 	query_parse(qs ? qs : "", qs ? qlen : 0, &q);
 	for (size_t i = 0; i < ep->n_deny; i++)
 		if (rule_match(&ep->deny_rules[i], m, canon, &q, true)) {
 			snprintf(out->rule, sizeof out->rule, "deny_rules[%zu]", i);
-			finish(out, ep, true, POLICY_R_DENY_RULE, m, canon);
+			policy_l7_finish(out, ep, true, POLICY_R_DENY_RULE, m, canon);
 			return;
 		}
-	if (ep->access && access_allows(ep->access, m)) {
+	if (ep->access && access_allows(ep, m)) {
 		str_join(out->rule, sizeof out->rule, "access:", policy_access_name(ep->access),
 			 NULL);
-		finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
+		policy_l7_finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
 		return;
 	}
 	for (size_t i = 0; i < ep->n_rules; i++)
 		if (rule_match(&ep->rules[i], m, canon, &q, false)) {
 			snprintf(out->rule, sizeof out->rule, "rules[%zu]", i);
-			finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
+			policy_l7_finish(out, ep, false, POLICY_R_ALLOWED, m, canon);
 			return;
 		}
-	finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
+	policy_l7_finish(out, ep, true, POLICY_R_NO_MATCHING_RULE, m, canon);
 }

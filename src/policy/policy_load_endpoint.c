@@ -231,7 +231,12 @@ static bool graphql_ws_matcher(const struct lctx *c, const struct ynode *n)
 /* One REST matcher {method, path, query}. */
 static void load_matcher(struct lctx *c, const struct ynode *n, struct policy_rule *r)
 {
-	static const char *const keys[] = { "method", "path", "query", NULL };
+	static const char *const keys[] = { "method", "path", "query", "command", NULL };
+	if (c->ep_proto == POLICY_PROTO_SQL) {
+		load_sql_matcher(c, n);
+		return;
+	}
+	ignore_sql_command(c, n);
 	if (policy_protocol_is_rpc(c->ep_proto)) {
 		load_rpc_matcher(c, n, r);
 		return;
@@ -370,7 +375,8 @@ static enum policy_protocol policy_protocol_of(const struct ynode *v)
 	} known[] = {
 		{ "rest", POLICY_PROTO_REST },	      { "tcp", POLICY_PROTO_TCP },
 		{ "json-rpc", POLICY_PROTO_JSONRPC }, { "mcp", POLICY_PROTO_MCP },
-		{ "graphql", POLICY_PROTO_GRAPHQL },  { "websocket", POLICY_PROTO_WEBSOCKET }
+		{ "graphql", POLICY_PROTO_GRAPHQL },  { "websocket", POLICY_PROTO_WEBSOCKET },
+		{ "sql", POLICY_PROTO_SQL }
 	};
 	for (size_t i = 0; v && i < ARRAY_SIZE(known); i++)
 		if (ynode_scalar_eq(v, known[i].name))
@@ -395,21 +401,11 @@ static void load_tls(struct lctx *c, const struct ynode *v, struct policy_endpoi
 
 static void load_protocol(struct lctx *c, const struct ynode *v, struct policy_endpoint *ep)
 {
-	static const char *const later[] = { "sql", NULL };
 	enum policy_protocol p = policy_protocol_of(v);
-	if (p != POLICY_PROTO_NONE) {
-		ep->protocol = p;
-		return;
-	}
-	for (size_t i = 0; later[i]; i++)
-		if (ynode_scalar_eq(v, later[i])) {
-			lerr(c, v,
-			     "protocol %s is not supported yet (its requests would pass "
-			     "uninspected); use rest, json-rpc, mcp, graphql, websocket or tcp",
-			     later[i]);
-			return;
-		}
-	lerr_expected(c, v, "rest, json-rpc, mcp, graphql, websocket or tcp");
+	if (p != POLICY_PROTO_NONE)
+		ep->protocol = p; /* sql: what it means is check_sql_endpoint's */
+	else
+		lerr_expected(c, v, "rest, json-rpc, mcp, graphql, websocket, sql or tcp");
 }
 
 static void load_field(struct lctx *c, const char *k, const struct ynode *v,
@@ -503,9 +499,9 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 	const struct ynode *cred = ynode_map_get(n, "credential_binding");
 	const struct ynode *path = ynode_map_get(n, "path");
 	size_t old = c->plen;
-	if (deny && !inspected) {
+	if (deny && !inspected && ep->protocol != POLICY_PROTO_SQL) {
 		kp_push(c, ".deny_rules");
-		lerr(c, deny, "requires protocol: rest, json-rpc, mcp, graphql or websocket");
+		lerr(c, deny, "requires protocol: rest, json-rpc, mcp, graphql, websocket or sql");
 	} else if (rules && acc) {
 		kp_push(c, ".rules");
 		lerr(c, rules, "cannot be combined with access (choose one)");
@@ -522,7 +518,8 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 		lerr(c, cred,
 		     "cannot be used with protocol: tcp (a raw TCP stream is never inspected, so "
 		     "the binding could never be used)");
-	} else if (cred && !inspected && !ep->allow_uninspected_credentials) {
+	} else if (cred && !inspected && ep->protocol != POLICY_PROTO_SQL &&
+		   !ep->allow_uninspected_credentials) {
 		/* OpenShell: "credentialed endpoint ... uses L4-only; configure L7
 		 * inspection or explicitly set allow_uninspected_credentials: true". */
 		kp_push(c, ".credential_binding");
@@ -530,7 +527,8 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 		     "on an endpoint without an inspected protocol (L4-only) needs "
 		     "allow_uninspected_credentials: true, as in OpenShell; or give it a protocol "
 		     "(rest, ...) so its requests are inspected");
-	} else if (cred && !inspected && ep->tls != POLICY_TLS_SKIP) {
+	} else if (cred && !inspected && ep->protocol != POLICY_PROTO_SQL &&
+		   ep->tls != POLICY_TLS_SKIP) {
 		kp_push(c, ".allow_uninspected_credentials");
 		lwarn(c, ynode_map_get(n, "allow_uninspected_credentials"),
 		      "here TLS is still terminated for this credential-bound endpoint and its "
@@ -545,11 +543,19 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 		ep->tls = POLICY_TLS_AUTO;
 	}
 	kp_pop(c, old);
+	if (ep->allow_uninspected_credentials && !cred) {
+		const struct ynode *auc = ynode_map_get(n, "allow_uninspected_credentials");
+		kp_push(c, ".allow_uninspected_credentials");
+		lwarn(c, auc, "has no effect: the endpoint binds no provider (credential_binding), "
+			      "so no credential can travel uninspected (OpenShell ignores it too)");
+		kp_pop(c, old);
+	}
 	if (!proto)
 		ignore_l7_keys(c, n, ep);
 	check_rpc_endpoint(c, n, ep);
 	check_graphql_endpoint(c, n, ep);
 	check_signing_endpoint(c, n, ep);
+	check_sql_endpoint(c, n, ep);
 	if (path && !inspected && ep->path) {
 		kp_push(c, ".path");
 		lwarn(c, path, "ignored: an endpoint path only applies to inspected protocols");

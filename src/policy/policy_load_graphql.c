@@ -101,7 +101,7 @@ static void load_op(struct lctx *c, const struct ynode *n, bool glob, struct pol
 void load_graphql_matcher(struct lctx *c, const struct ynode *n, struct policy_rule *r)
 {
 	static const char *const keys[] = { "operation_type", "operation_name", "fields", "method",
-					    "path",	      "query",		NULL };
+					    "path",	      "query",		"command", NULL };
 	if (!want_map(c, n))
 		return;
 	check_keys(c, n, keys);
@@ -248,15 +248,13 @@ void check_graphql_endpoint(struct lctx *c, const struct ynode *n, struct policy
 		return;
 	if (!ep->graphql_max_body_bytes)
 		ep->graphql_max_body_bytes = POLICY_GRAPHQL_MAX_BODY_DEFAULT;
-	const struct ynode *acc = ynode_map_get(n, "access");
-	if (acc) {
-		kp_push(c, ".access");
-		lerr(c, acc, "access presets do not apply to protocol graphql; write rules");
-		kp_pop(c, old);
-	} else if (!ynode_map_get(n, "rules")) {
+	/* access: OpenShell expands it to operation_type rules (read-only:
+	 * query; read-write: + mutation; full: every type), policy_decide_graphql. */
+	if (!ynode_map_get(n, "access") && !ynode_map_get(n, "rules")) {
 		kp_push(c, ".protocol");
 		lerr(c, ynode_map_get(n, "protocol"),
-		     "a graphql endpoint needs rules (operation_type, operation_name, fields)");
+		     "a graphql endpoint needs access or rules (operation_type, operation_name, "
+		     "fields)");
 		kp_pop(c, old);
 	}
 }

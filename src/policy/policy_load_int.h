@@ -79,6 +79,12 @@ void policy_graphql_ops_free(struct policy_graphql_op *ops, size_t n);
 bool load_signing_field(struct lctx *c, const char *k, const struct ynode *v,
 			struct policy_endpoint *ep);
 void check_signing_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
+/* protocol sql (policy_load_sql.c): one rule's {command} matcher; the
+ * warning for `command` in another protocol's rule; the checks that need
+ * the whole endpoint (they also drop its never-evaluated rules). */
+void load_sql_matcher(struct lctx *c, const struct ynode *n);
+void ignore_sql_command(struct lctx *c, const struct ynode *n);
+void check_sql_endpoint(struct lctx *c, const struct ynode *n, struct policy_endpoint *ep);
 /* network_middlewares (policy_load_middleware.c). */
 void load_middlewares(struct lctx *c, const struct ynode *n);
 void policy_middlewares_free(struct policy_middleware *m, size_t n);

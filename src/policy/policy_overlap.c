@@ -61,10 +61,13 @@ static bool str_eq(const char *a, const char *b)
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
+/* Upstream's endpoint_contributes_request_pipeline_metadata: any protocol
+ * but tcp (sql included: two endpoints that would parse one request as SQL
+ * and as REST disagree), allowed_ips, an explicit tls, a credential binding. */
 static bool has_request_config(const struct policy_endpoint *e)
 {
-	return policy_protocol_inspected(e->protocol) || e->n_allowed || e->tls_explicit ||
-	       e->credential_provider;
+	return policy_protocol_inspected(e->protocol) || e->protocol == POLICY_PROTO_SQL ||
+	       e->n_allowed || e->tls_explicit || e->credential_provider;
 }
 
 /* Could one request be routed to either endpoint as a tie? Each request

@@ -8,9 +8,11 @@
  * is judged by the endpoint whose path matches it; when several match, the
  * most specific one (the most bytes that are not `*`) wins, and among equals
  * the first in policy order (the smallest policy name, then document order),
- * which is also the L4 tie-break. What that endpoint says (rules, protocol,
- * enforcement, credential binding, encoded slashes) applies to that request
- * only; a kept-alive connection chooses again for every request. */
+ * which is also the L4 tie-break. That endpoint's settings (protocol,
+ * enforcement, credential binding, encoded slashes) apply to that request
+ * only; a kept-alive connection chooses again for every request. Its rules
+ * judge the request together with the rest/websocket rules of the other
+ * matching endpoints (merge_sibling_rules), as upstream's Rego does. */
 #include <stdio.h>
 #include <string.h>
 
@@ -148,6 +150,79 @@ bool policy_route_needs_tls(const struct policy_gen *g, const struct policy_endp
 	return route(g, host, port, chain, n, NULL, &c) && c.needs_tls;
 }
 
+/* OpenShell's Rego judges a request by the rules of every endpoint of every
+ * policy admitting the caller whose host, port and path match it
+ * (allow_request / deny_request: any allow rule allows, any deny rule
+ * denies), while the routed endpoint alone supplies the settings. So do we,
+ * for rest and websocket rules: the endpoints besides the routed one, in
+ * policy order, that say so of this request. */
+struct sibling_ctx {
+	const struct policy_gen *g;
+	const struct policy_endpoint *routed;
+	uint16_t port;
+	const char *const *chain; /* NULL: any caller (endpoint-only) */
+	size_t n;
+	bool deny;
+	const char *m, *canon, *qs;
+	size_t qlen;
+	const struct policy_endpoint *found;
+	char rule[64];
+};
+
+static bool sibling_visit(const struct policy_endpoint *ep, void *p)
+{
+	struct sibling_ctx *c = p;
+	if (ep == c->routed || !endpoint_has_port(ep, c->port) ||
+	    (c->chain && !bin_set_match(&c->g->bins[ep->policy_index], c->chain, c->n)))
+		return true;
+	if (!policy_l7_rules_say(ep, c->deny, c->m, c->canon, c->qs, c->qlen, c->rule,
+				 sizeof c->rule))
+		return true;
+	c->found = ep;
+	return false;
+}
+
+static void merge_sibling_rules(const struct policy_gen *g, const struct policy_endpoint *ep,
+				const char *host, uint16_t port, const char *const *chain,
+				size_t n, const char *method, const char *raw_target,
+				const char *canon, struct policy_decision *out)
+{
+	if (!host || !policy_protocol_rest_rules(ep->protocol) ||
+	    (out->reason != POLICY_R_ALLOWED && out->reason != POLICY_R_NO_MATCHING_RULE))
+		return;
+	char m[40], h[HOST_NAME_CAP], path[8192];
+	const char *qs = NULL;
+	size_t qlen = 0;
+	const char *t = raw_target ? raw_target : "";
+	/* The query as the routed endpoint's canonicalisation splits it off. */
+	if (!policy_l7_method_norm(method, m, sizeof m) ||
+	    host_normalize(host, strlen(host), h, sizeof h, NULL) < 0 ||
+	    canon_request_path_opts(t, strlen(t),
+				    ep->allow_encoded_slash ? CANON_ALLOW_ENCODED_SLASH : 0, path,
+				    sizeof path, &qs, &qlen) != CANON_OK)
+		return;
+	struct sibling_ctx c = { .g = g,
+				 .routed = ep,
+				 .port = port,
+				 .chain = n ? chain : NULL,
+				 .n = n,
+				 .deny = true,
+				 .m = m,
+				 .canon = canon,
+				 .qs = qs,
+				 .qlen = qlen };
+	for_each_host_match(g, h, sibling_visit, &c);
+	if (!c.found && out->reason == POLICY_R_NO_MATCHING_RULE) {
+		c.deny = false;
+		for_each_host_match(g, h, sibling_visit, &c);
+	}
+	if (!c.found)
+		return;
+	snprintf(out->rule, sizeof out->rule, "%s", c.rule);
+	out->policy = g->doc->networks[c.found->policy_index].name;
+	policy_l7_finish(out, ep, c.deny, c.deny ? POLICY_R_DENY_RULE : POLICY_R_ALLOWED, m, canon);
+}
+
 void policy_decide_routed_request(const struct policy_gen *g,
 				  const struct policy_endpoint *admitted, const char *host,
 				  uint16_t port, const char *const *chain, size_t n,
@@ -175,5 +250,11 @@ void policy_decide_routed_request(const struct policy_gen *g,
 			snprintf(canon, canon_cap, "%s", path);
 		return;
 	}
+	char local[8192];
+	if (!canon || !canon_cap) {
+		canon = local;
+		canon_cap = sizeof local;
+	}
 	policy_decide_request(g, ep, method, raw_target, canon, canon_cap, out);
+	merge_sibling_rules(g, ep, host, port, n ? chain : NULL, n, method, raw_target, canon, out);
 }

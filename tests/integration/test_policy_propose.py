@@ -1,9 +1,9 @@
 """`openshell policy propose NAME [--apply]` as a user runs it: the
 sandbox's denials, aggregated (one rule per host/port/binary/method/path,
 with its count in the rule's comment), become the smallest policy change that
-allows them: an allow rule on the endpoint that judged an L7 denial (a
-request is judged by one endpoint's rules, so a second policy would not do),
-a new policy for an L4 denial. --apply shows the diff and loads it through
+allows them: an allow rule on the endpoint that judged an L7 denial (the
+one the request routes to, whose rules also judge JSON-RPC, GraphQL and
+WebSocket messages), a new policy for an L4 denial. --apply shows the diff and loads it through
 the revision path; the denied requests then succeed, and others stay denied."""
 
 import pytest
@@ -135,8 +135,9 @@ ROUTED = POLICY.replace("    binaries:", """      - host: upstream.test
 def test_a_rule_goes_to_the_endpoint_the_request_is_routed_to(tmp_path):
     # Two endpoints of one policy on one host:port, told apart by path: the
     # denial of POST /api/x was judged by the /api/ one (more specific), so
-    # the rule must go there, not to the first endpoint listed (there it
-    # would not allow the request, and --apply would refuse the proposal).
+    # the rule goes there, not to the first endpoint listed (whose REST rules
+    # would also count, but not for the JSON-RPC, GraphQL or WebSocket
+    # messages that only the routed endpoint's rules judge).
     with upstream_gateway.running_sandbox(tmp_path, "box", ROUTED, ["sleep", "600"]) as gw:
         assert status(gw, "-X", "POST", "http://upstream.test/api/x") == "403"
         wait_for(lambda: "/api/x" in gw.cli("-o", "json", "sandbox", "logs", "box",
@@ -146,3 +147,24 @@ def test_a_rule_goes_to_the_endpoint_the_request_is_routed_to(tmp_path):
         assert "policy revision 2 loaded" in r.stdout, r.stdout
         assert status(gw, "-X", "POST", "http://upstream.test/api/x") == "200"
         assert status(gw, "-X", "POST", "http://upstream.test/x") == "403"  # not widened
+
+
+# A websocket endpoint's read-write preset: GET (the upgrade) and client
+# messages, none of the REST writes.
+WEBSOCKET = POLICY.replace("protocol: rest\n        access: read-only",
+                           "protocol: websocket\n        access: read-write")
+
+
+def test_a_websocket_preset_becomes_its_own_rules_not_the_rest_ones(tmp_path):
+    with upstream_gateway.running_sandbox(tmp_path, "box", WEBSOCKET, ["sleep", "600"]) as gw:
+        assert status(gw, "-X", "POST", "http://upstream.test/hook") == "403"
+        assert status(gw, "http://upstream.test/read") == "200"  # control: GET is in it
+        wait_for(lambda: "/hook" in gw.cli("-o", "json", "sandbox", "logs", "box",
+                                           "--audit").stdout, 15, what="the denial")
+        r = gw.cli("policy", "propose", "box", "--apply")
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert "WEBSOCKET_TEXT" in r.stdout, r.stdout  # the preset, spelled out
+        assert status(gw, "-X", "POST", "http://upstream.test/hook") == "200"
+        # not widened to the REST read-write preset
+        assert status(gw, "-X", "PUT", "http://upstream.test/hook") == "403"
+        assert status(gw, "-X", "POST", "http://upstream.test/other") == "403"

@@ -5,7 +5,6 @@ differ from the CONNECT host of an L4 tunnel (domain fronting). Each refusal
 sits beside the same request without the shape, which goes through, and the
 upstream's log proves what reached it."""
 import json
-import socket
 import ssl
 import struct
 
@@ -462,13 +461,7 @@ def test_bodyless_get_and_post_with_body_pass(proxy, upstream):
 # ---- TLS server names on L4 tunnels ----
 
 def tunnel(proxy, target):
-    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
-    s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = s.recv(4096)
-        assert chunk, head
-        head += chunk
+    s, head = proxy.connect(target)
     assert head.startswith(b"HTTP/1.1 200"), head
     return s
 

@@ -167,6 +167,19 @@ class Proxy:
         finally:
             s.close()
 
+    def connect(self, target, timeout=5):
+        """Sends CONNECT target; returns (socket, the answer's head and any
+        bytes that came with it). The caller checks the status."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+        return s, head
+
     def tls(self, host, port=443):
         """A CONNECT tunnel to host:port, TLS terminated by this proxy (its
         CA trusted): the agent's side of an inspected connection."""

@@ -22,7 +22,7 @@
 #error "POLICY_COMPAT_DIR must be defined by the build"
 #endif
 
-#define MAX_FIELDS 8
+#define MAX_FIELDS 9
 
 /* Splits line in place on spaces into at most MAX_FIELDS fields. */
 static size_t split(char *line, char *f[MAX_FIELDS])
@@ -77,7 +77,8 @@ static bool graphql_allowed(const struct policy_gen *g, const struct policy_endp
 }
 
 /* One line: connect H P BIN V | request H P BIN METHOD PATH V | address H P BIN IP V
- * | rpc H P BIN RPC_METHOD TOOL V | graphql H P BIN TYPE NAME FIELDS V. */
+ * | rpc H P BIN RPC_METHOD TOOL V | graphql H P BIN [PATH] TYPE NAME FIELDS V (with PATH,
+ * judged by the endpoint the request to PATH routes to, as the proxy does). */
 static void check_decision(const char *name, const struct policy_gen *g, char *line)
 {
 	char *f[MAX_FIELDS];
@@ -110,11 +111,15 @@ static void check_decision(const char *name, const struct policy_gen *g, char *l
 		if (allowed != want_allow(name, f[6]))
 			fail_msg("%s: rpc %s %s on %s:%s: got %s", name, f[4], f[5], f[1], f[2],
 				 allowed ? "allow" : "deny");
-	} else if (!strcmp(f[0], "graphql") && n == 8) {
+	} else if (!strcmp(f[0], "graphql") && (n == 8 || n == 9)) {
+		char **op = n == 9 ? f + 5 : f + 4;
+		const struct policy_endpoint *ep = d.endpoint;
+		if (allowed && n == 9)
+			ep = policy_route_request(g, d.endpoint, f[1], port, chain, 1, f[4]);
 		if (allowed)
-			allowed = graphql_allowed(g, d.endpoint, f[4], f[5], f[6]);
-		if (allowed != want_allow(name, f[7]))
-			fail_msg("%s: graphql %s %s {%s} on %s:%s: got %s", name, f[4], f[5], f[6],
+			allowed = ep && graphql_allowed(g, ep, op[0], op[1], op[2]);
+		if (allowed != want_allow(name, op[3]))
+			fail_msg("%s: graphql %s %s {%s} on %s:%s: got %s", name, op[0], op[1], op[2],
 				 f[1], f[2], allowed ? "allow" : "deny");
 	} else if (!strcmp(f[0], "address") && n == 6) {
 		if (allowed) {

@@ -540,11 +540,54 @@ static void routing_follows_the_caller_and_the_path(void **state)
 	policy_unref(g);
 }
 
+/* protocol sql (reserved upstream, relayed uninspected): its connections
+ * are L4 tunnels (no TLS terminated), and an HTTP request that a shared
+ * host:port routes to it is denied, not waved through as "not inspected". */
+static void sql_endpoints_are_l4_tunnels_and_judge_no_http(void **state)
+{
+	static const char text[] =
+		"version: 1\n"
+		"network_policies:\n"
+		"  db:\n"
+		"    endpoints:\n"
+		"      - { host: db.example.com, port: 5432, protocol: sql, access: full }\n"
+		"      - { host: mixed.example.com, port: 8443, protocol: sql, access: full }\n"
+		"      - host: mixed.example.com\n"
+		"        port: 8443\n"
+		"        protocol: rest\n"
+		"        path: \"/api/**\"\n"
+		"        access: full\n"
+		"    binaries: [{ path: /usr/bin/curl }]\n";
+	(void)state;
+	struct policy_doc *doc = NULL;
+	assert_int_equal(policy_parse("s.yaml", text, sizeof text - 1, &doc, NULL, NULL), 0);
+	assert_int_equal(doc->networks[0].endpoints[0].enforcement, POLICY_ENF_AUDIT);
+	assert_int_equal(doc->networks[0].endpoints[0].n_rules, 0);
+	struct policy_gen *g = policy_compile(doc, NULL);
+	assert_non_null(g);
+	struct policy_decision d, r;
+	policy_decide_connect(g, "db.example.com", 5432, curl, 1, &d);
+	assert_int_equal(d.verdict, POLICY_ALLOW);
+	assert_false(policy_route_needs_tls(g, d.endpoint, "db.example.com", 5432, curl, 1));
+	policy_decide_connect(g, "mixed.example.com", 8443, curl, 1, &d);
+	assert_int_equal(d.verdict, POLICY_ALLOW);
+	assert_true(policy_route_needs_tls(g, d.endpoint, "mixed.example.com", 8443, curl, 1));
+	policy_decide_routed_request(g, d.endpoint, "mixed.example.com", 8443, curl, 1, "GET",
+				     "/other", NULL, 0, &r);
+	assert_int_equal(r.verdict, POLICY_DENY);
+	assert_string_equal(policy_reason_name(r.reason), "no_matching_rule");
+	policy_decide_routed_request(g, d.endpoint, "mixed.example.com", 8443, curl, 1, "GET",
+				     "/api/x", NULL, 0, &r); /* control: the rest endpoint's path */
+	assert_int_equal(r.verdict, POLICY_ALLOW);
+	policy_unref(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(exact_host_is_case_insensitive_and_ignores_trailing_dot),
 		cmocka_unit_test(routing_follows_the_caller_and_the_path),
+		cmocka_unit_test(sql_endpoints_are_l4_tunnels_and_judge_no_http),
 		cmocka_unit_test(single_label_glob),
 		cmocka_unit_test(multi_label_glob),
 		cmocka_unit_test(idn_and_garbage_hosts_are_invalid),

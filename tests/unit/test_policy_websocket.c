@@ -31,6 +31,7 @@ static const char policy_text[] =
 	"        deny_rules:\n"
 	"          - { method: WEBSOCKET_TEXT, path: /chat/admin }\n"
 	"      - { host: ro.example.com, port: 443, protocol: websocket, access: read-only }\n"
+	"      - { host: rw.example.com, port: 443, protocol: websocket, access: read-write }\n"
 	"      - { host: full.example.com, port: 443, protocol: websocket, access: full }\n"
 	"      - host: gql.example.com\n"
 	"        port: 443\n"
@@ -89,9 +90,15 @@ static void text_messages_are_judged_on_the_upgrade_target(void **state)
 static void access_presets_as_upstream_defines_them(void **state)
 {
 	const char *m = POLICY_WEBSOCKET_TEXT_METHOD;
-	/* read-only opens the socket but sends no message; full sends them */
+	/* read-only opens the socket (GET) but sends no message; read-write
+	 * sends them too (OpenShell's access_preset_rules for websocket: GET,
+	 * then WEBSOCKET_TEXT); neither is a REST preset there; full sends all */
 	JUDGED("ro.example.com", "GET", "/x", POLICY_ALLOW, "allowed");
 	JUDGED("ro.example.com", m, "/x", POLICY_DENY, "no_matching_rule");
+	JUDGED("ro.example.com", "OPTIONS", "/x", POLICY_DENY, "no_matching_rule");
+	JUDGED("rw.example.com", "GET", "/x", POLICY_ALLOW, "allowed");
+	JUDGED("rw.example.com", m, "/x", POLICY_ALLOW, "allowed");
+	JUDGED("rw.example.com", "POST", "/x", POLICY_DENY, "no_matching_rule");
 	JUDGED("full.example.com", m, "/x", POLICY_ALLOW, "allowed");
 }
 
