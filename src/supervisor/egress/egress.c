@@ -461,7 +461,7 @@ int egress_apply_policy_text(struct egress *e, const char *yaml, size_t len, uin
 /* A name is looked up only when some endpoint allows it on a port the
  * transparent path serves (by endpoint: the querying binary is unknown;
  * the connection that follows is judged with its identity). */
-static bool dns_name_allowed(void *user, const char *name)
+static bool dns_name_allowed(void *user, const char *name, const char *proto)
 {
 	struct egress *e = user;
 	struct policy_gen *g = policy_holder_acquire(e->holder);
@@ -482,7 +482,7 @@ static bool dns_name_allowed(void *user, const char *name)
 		struct audit_record r = { .event = "dns",
 					  .decision = "deny",
 					  .reason = "dns_name_not_allowed",
-					  .proto = "udp",
+					  .proto = proto,
 					  .host = name,
 					  .uid = -1,
 					  .detail = "no policy allows this name: answered NXDOMAIN "
@@ -498,8 +498,8 @@ static bool dns_handed_out(void *user, const char *name, const struct ip_addr *a
 	return dns_stub_handed_out(user, name, a);
 }
 
-int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, const uint16_t *ports,
-			     size_t n_ports, os_error *err)
+int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, int dns_tcp_fd,
+			     const uint16_t *ports, size_t n_ports, os_error *err)
 {
 	e->n_dns_ports =
 		n_ports < EGRESS_TRANSPARENT_PORTS_MAX ? n_ports : EGRESS_TRANSPARENT_PORTS_MAX;
@@ -508,10 +508,14 @@ int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, const uin
 		close(tcp_fd);
 		if (dns_fd >= 0)
 			close(dns_fd);
+		if (dns_tcp_fd >= 0)
+			close(dns_tcp_fd);
 		return -1;
 	}
-	if (dns_fd >= 0 &&
-	    dns_stub_new(e->loop, e->cfg.resolver, dns_name_allowed, e, dns_fd, &e->dns, err) < 0)
+	if (dns_fd < 0 && dns_tcp_fd >= 0)
+		close(dns_tcp_fd); /* TCP beside UDP only */
+	if (dns_fd >= 0 && dns_stub_new(e->loop, e->cfg.resolver, dns_name_allowed, e, dns_fd,
+					dns_tcp_fd, &e->dns, err) < 0)
 		return -1;
 	if (e->dns)
 		proxy_set_dns_memory(e->proxy, dns_handed_out, e->dns);
