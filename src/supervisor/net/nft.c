@@ -132,6 +132,13 @@ static json_t *redirect_to(uint16_t port)
 	return json_pack("{s:{s:i}}", "redirect", "port", (json_int_t)port);
 }
 
+/* proto to port 53, whatever the server, goes to the stub's listener `to`. */
+static json_t *redirect_dns(const char *proto, uint16_t to)
+{
+	return rule("redirect", json_pack("[o,o]", match_payload(proto, "dport", json_integer(53)),
+					  redirect_to(to)));
+}
+
 json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err)
 {
 	if (spec->n_tcp_ports > NFT_REDIRECT_PORTS_MAX || (spec->n_tcp_ports && !spec->tcp_to))
@@ -189,11 +196,7 @@ json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err
 	/* DNS over TCP first, to whatever server (as over UDP): port 53 is the
 	 * stub's even if the operator lists it among the TCP ports. */
 	if (spec->dns_tcp_to)
-		json_array_append_new(
-			cmds,
-			rule("redirect",
-			     json_pack("[o,o]", match_payload("tcp", "dport", json_integer(53)),
-				       redirect_to(spec->dns_tcp_to))));
+		json_array_append_new(cmds, redirect_dns("tcp", spec->dns_tcp_to));
 	if (spec->n_tcp_ports)
 		json_array_append_new(
 			cmds, rule("redirect",
@@ -206,11 +209,7 @@ json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err
 		json_decref(not_keep);
 	}
 	if (spec->dns_to)
-		json_array_append_new(
-			cmds,
-			rule("redirect",
-			     json_pack("[o,o]", match_payload("udp", "dport", json_integer(53)),
-				       redirect_to(spec->dns_to))));
+		json_array_append_new(cmds, redirect_dns("udp", spec->dns_to));
 	return json_pack("{s:O}", "nftables", cmds);
 }
 
