@@ -219,8 +219,10 @@ void reply_error(struct conn *c, int status, const char *error, const char *deta
 static void add_next_steps(json_t *o)
 {
 	json_object_set_new(o, "next_steps",
-			    json_pack("[{s:s, s:s, s:s}]", "action", "inspect_recent_denials",
-				      "method", "GET", "url",
+			    json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}]", "action",
+				      "inspect_policy", "method", "GET", "url",
+				      "http://" DENIALS_HOST "/v1/policy/current", "action",
+				      "inspect_recent_denials", "method", "GET", "url",
 				      "http://" DENIALS_HOST "/v1/denials?last=5"));
 }
 
