@@ -177,12 +177,10 @@ def cases(built):
         "go-net-http-direct": (lambda p: ["env", *[f"-u{v}" for v in PROXY_VARS],
                                           os.path.join(BIN, "matrix-client-go"), URL + p],
                                None if built.get("go") else "go absent"),
-        # git shows only the status of a refusal ("returned error: 403"); the
-        # reason is one request away, at policy.local (the agent's harness).
+        # git prints a refused discovery's text/plain body as "remote: ..."
         "git-clone": (lambda p: ["sh", "-c",
                                  f"git clone -q {URL}:{GIT_PORT}{p}/repo.git /tmp/clone{p.replace('/', '-')}"
-                                 f" && cat /tmp/clone{p.replace('/', '-')}/README"
-                                 " || { curl -sS http://policy.local/v1/denials?last=1; exit 1; }"],
+                                 f" && cat /tmp/clone{p.replace('/', '-')}/README"],
                       None if built.get("git") else "git absent"),
         "git-push": (git_push, None if built.get("git") else "git absent"),
         "pip-install": (pip_install, None if py_module("pip") else "python3-pip absent"),
@@ -198,8 +196,8 @@ def kind(p):
 
 def git_push(p):
     """Clone, commit, push back to main and clone again to show it landed; a
-    refused push asks policy.local why (git shows only "RPC failed; HTTP
-    403")."""
+    refused push asks policy.local why: git shows no body of a refused POST
+    (only "RPC failed; HTTP 403"), whatever its type."""
     d = "/tmp/push-" + kind(p)
     return ["sh", "-c",
             f"git clone -q {URL}:{GIT_PORT}{p}/repo.git {d} && cd {d} && echo {p} > PUSHED"
@@ -327,6 +325,8 @@ def test_client_allowed_and_denied(matrix, client):
     # Refused before the upstream, and the client shows why.
     assert no["rc"] != 0 or client.startswith("curl"), no  # curl -sS shows the 403's body
     assert REASONS.get(client, REASON) in no["out"], no
+    if client == "git-clone":  # in git's own words, not from policy.local
+        assert f"remote: Forbidden by policy: {REASON}" in no["out"], no
     records = matrix["records"]
     if client in OWN_SERVER:  # the proxy's records say what passed
         assert [r for r in records if r.get("path", "").startswith(f"/allowed/{client}/") and
