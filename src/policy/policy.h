@@ -222,6 +222,11 @@ struct policy_doc {
 	char **warnings;
 	size_t n_warnings;
 	size_t n_warnings_dropped;
+	/* The text it was parsed from (NUL-terminated): what a generation is
+	 * shown as (GET http://policy.local/v1/policy/current) and how a push
+	 * of the same text is told from a change. */
+	char *source;
+	size_t source_len;
 };
 
 /* Every message of a failed load, in document order, each

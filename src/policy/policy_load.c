@@ -364,6 +364,13 @@ int policy_parse_limits(const char *name, const char *data, size_t len,
 		return -1;
 	}
 	sort_networks(c.doc);
+	if (!(c.doc->source = malloc(len + 1))) {
+		policy_doc_free(c.doc);
+		return os_error_set(err, ENOMEM, "%s: out of memory keeping the policy text", name);
+	}
+	memcpy(c.doc->source, data, len);
+	c.doc->source[len] = '\0';
+	c.doc->source_len = len;
 	*out = c.doc;
 	return 0;
 }

@@ -54,6 +54,7 @@ void policy_doc_free(struct policy_doc *doc)
 {
 	if (!doc)
 		return;
+	free(doc->source);
 	strv_free(doc->read_only, doc->n_read_only);
 	strv_free(doc->read_write, doc->n_read_write);
 	policy_middlewares_free(doc->middlewares, doc->n_middlewares);

@@ -72,7 +72,9 @@ static int boundary_up(const struct sup_options *o, const struct backend_context
 			close(tp.tcp_fd);
 		if (tp.dns_fd >= 0)
 			close(tp.dns_fd);
-	} else if (egress_serve_transparent(r->egress, tp.tcp_fd, tp.dns_fd,
+		if (tp.dns_tcp_fd >= 0)
+			close(tp.dns_tcp_fd);
+	} else if (egress_serve_transparent(r->egress, tp.tcp_fd, tp.dns_fd, tp.dns_tcp_fd,
 					    o->desc.transparent_ports, o->desc.n_transparent_ports,
 					    err) < 0)
 		return os_error_prefix(err, "transparent path");

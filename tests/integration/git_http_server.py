@@ -5,10 +5,11 @@ usage: git_http_server.py ADDR PORT ROOT CERT KEY   (prints "ready")
 """
 import http.server
 import os
-import ssl
 import subprocess
 import sys
 import urllib.parse
+
+import https_test_server
 
 
 class Git(http.server.BaseHTTPRequestHandler):
@@ -48,15 +49,4 @@ class Git(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def main():
-    addr, port, root, cert, key = sys.argv[1:6]
-    srv = http.server.ThreadingHTTPServer((addr, int(port)), Git)
-    srv.root = root
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(cert, key)
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    print("ready", flush=True)
-    srv.serve_forever()
-
-
-main()
+https_test_server.serve(Git, sys.argv)

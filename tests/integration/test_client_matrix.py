@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from tests.lib import agent_sandbox, build
+from tests.lib import agent_sandbox, build, matrix_packages
 from tests.lib.adv_util import UPSTREAM_IP, Upstream
 
 pytestmark = build.needs("openshell-supervisor", "openshell-sandbox")
@@ -30,6 +30,15 @@ PY = "/usr/bin/python3"
 REASON = "no_matching_rule"
 GIT_PORT = 9443
 GIT_SERVER = os.path.join(HERE, "git_http_server.py")
+PKG_PORT = 9444  # the PEP 503 index and the npm registry (static files)
+PKG_SERVER = os.path.join(HERE, "package_index_server.py")
+PKG_URL = f"https://upstream.test:{PKG_PORT}"
+# Clients whose upstream is a server of this test's own (git, the package
+# index) rather than the echo servers: the proxy's records say what passed.
+OWN_SERVER = ("git-clone", "git-push", "pip-install", "npm-install")
+# A push to /denied/git-push is refused by a deny rule (reads there are
+# allowed), every other denial by the absence of an allow rule.
+REASONS = {"git-push": "deny_rule"}
 
 NETWORK = f"""
   web:
@@ -53,6 +62,16 @@ NETWORK = f"""
         rules:
           - allow: {{ method: GET, path: "/allowed/**" }}
           - allow: {{ method: POST, path: "/allowed/**" }}
+          - allow: {{ method: GET, path: "/denied/git-push/**" }}
+          - allow: {{ method: POST, path: "/denied/git-push/**" }}
+        deny_rules:
+          - {{ method: POST, path: "/denied/git-push/**/git-receive-pack" }}
+      - host: upstream.test
+        port: {PKG_PORT}
+        allowed_ips: ["{UPSTREAM_IP}/32"]
+        protocol: rest
+        rules:
+          - allow: {{ method: GET, path: "/allowed/**" }}
     binaries:
       - {{ path: "/usr/bin/curl" }}
       - {{ path: "/usr/bin/git" }}
@@ -158,15 +177,56 @@ def cases(built):
         "go-net-http-direct": (lambda p: ["env", *[f"-u{v}" for v in PROXY_VARS],
                                           os.path.join(BIN, "matrix-client-go"), URL + p],
                                None if built.get("go") else "go absent"),
-        # git shows only the status of a refusal ("returned error: 403"); the
-        # reason is one request away, at policy.local (the agent's harness).
+        # git prints a refused discovery's text/plain body as "remote: ..."
         "git-clone": (lambda p: ["sh", "-c",
                                  f"git clone -q {URL}:{GIT_PORT}{p}/repo.git /tmp/clone{p.replace('/', '-')}"
-                                 f" && cat /tmp/clone{p.replace('/', '-')}/README"
-                                 " || { curl -sS http://policy.local/v1/denials?last=1; exit 1; }"],
+                                 f" && cat /tmp/clone{p.replace('/', '-')}/README"],
                       None if built.get("git") else "git absent"),
+        "git-push": (git_push, None if built.get("git") else "git absent"),
+        "pip-install": (pip_install, None if py_module("pip") else "python3-pip absent"),
+        "npm-install": (npm_install, None if have("npm") else "npm absent"),
     }
     return c
+
+
+def kind(p):
+    """'allowed' or 'denied': the first component of a case's path."""
+    return p.split("/")[1]
+
+
+def git_push(p):
+    """Clone, commit, push back to main and clone again to show it landed; a
+    refused push asks policy.local why: git shows no body of a refused POST
+    (only "RPC failed; HTTP 403"), whatever its type."""
+    d = "/tmp/push-" + kind(p)
+    return ["sh", "-c",
+            f"git clone -q {URL}:{GIT_PORT}{p}/repo.git {d} && cd {d} && echo {p} > PUSHED"
+            " && git add PUSHED && git -c user.name=agent -c user.email=agent@sandbox"
+            " commit -qm 'from the sandbox'"
+            f" && if git push -q origin HEAD:main; then git clone -q {URL}:{GIT_PORT}{p}/repo.git"
+            f" {d}-again && cat {d}-again/PUSHED; else"
+            " curl -sS http://policy.local/v1/denials?last=1; exit 1; fi"]
+
+
+def pip_install(p):
+    """pip from the local simple index: the allowed package's wheel is under
+    /allowed/pip-install/files, the denied one's under /denied/pip-install."""
+    k = kind(p)
+    return ["sh", "-c",
+            f"{PY} -m pip install --disable-pip-version-check --no-cache-dir -q"
+            f" --target /tmp/pip-{k} --index-url {PKG_URL}/allowed/pip-install/simple/"
+            f" osmatrix-{k} && PYTHONPATH=/tmp/pip-{k} {PY} -c"
+            f" 'import osmatrix_{k} as m; print(m.WHERE)'"]
+
+
+def npm_install(p):
+    """npm from the local registry, likewise (metadata allowed, the denied
+    package's tarball under /denied/npm-install)."""
+    k = kind(p)
+    return ["sh", "-c",
+            f"npm install --no-audit --no-fund --no-update-notifier --cache /tmp/npm-cache-{k}"
+            f" --prefix /tmp/npm-{k} --registry {PKG_URL}/allowed/npm-install/ osmatrix-{k}"
+            f" && node -p 'require(\"/tmp/npm-{k}/node_modules/osmatrix-{k}\")'"]
 
 
 def git_server(up):
@@ -184,7 +244,41 @@ def git_server(up):
         subprocess.run(git + ["-C", work, "add", "README"], check=True)
         subprocess.run(git + ["-C", work, "commit", "-qm", "one"], check=True)
         subprocess.run(git + ["clone", "-q", "--bare", work, bare], check=True)
-    p = subprocess.Popen(["ip", "netns", "exec", up.ns, PY, GIT_SERVER, UPSTREAM_IP, str(GIT_PORT),
+    for name in ("allowed", "denied"):  # pushed to: receive-pack on for anonymous pushes
+        subprocess.run(git + ["clone", "-q", "--bare", os.path.join(root, "work-" + name),
+                              push_repo(up, name)], check=True)
+        subprocess.run(["git", "-C", push_repo(up, name), "config", "http.receivepack", "true"],
+                       check=True)
+    serve(up, GIT_SERVER, GIT_PORT, root)
+
+
+def push_repo(up, name):
+    return os.path.join(up.dir, "git", name, "git-push", "repo.git")
+
+
+def pushed(up, name):
+    """What main of the push repository holds now: its PUSHED file or None."""
+    r = subprocess.run(["git", "-C", push_repo(up, name), "show", "main:PUSHED"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def package_server(up):
+    """The simple index and the npm registry on upstream.test:PKG_PORT: for
+    each client an allowed and a denied package whose metadata is under
+    /allowed and whose artifact is under /allowed or /denied."""
+    root = os.path.join(up.dir, "packages")
+    for k in ("allowed", "denied"):
+        matrix_packages.add_pip_package(root, "/allowed/pip-install/simple",
+                                        f"/{k}/pip-install/files", PKG_URL, f"osmatrix_{k}",
+                                        f"/{k}/pip-install")
+        matrix_packages.add_npm_package(root, "/allowed/npm-install", f"/{k}/npm-install/files",
+                                        PKG_URL, f"osmatrix-{k}", f"/{k}/npm-install")
+    serve(up, PKG_SERVER, PKG_PORT, root)
+
+
+def serve(up, server, port, root):
+    p = subprocess.Popen(["ip", "netns", "exec", up.ns, PY, server, UPSTREAM_IP, str(port),
                           root, f"{up.dir}/srv.pem", f"{up.dir}/srv.key"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert p.stdout.readline().strip() == "ready"
@@ -197,6 +291,7 @@ def matrix():
     try:
         if have("git"):
             git_server(up)
+        package_server(up)
         built = compile_clients()
         table = cases(built)
         runs = []
@@ -211,7 +306,8 @@ def matrix():
             extra=["--upstream-ca", f"{up.dir}/ca.pem"])
         seen = [r["path"] for r in up.requests()]
         yield {"table": table, "out": {o["name"]: o for o in out}, "records": records,
-               "upstream": seen}
+               "upstream": seen,
+               "pushed": {k: pushed(up, k) for k in ("allowed", "denied")} if have("git") else {}}
     finally:
         up.stop()
 
@@ -228,18 +324,28 @@ def test_client_allowed_and_denied(matrix, client):
     assert ok["rc"] == 0 and f"/allowed/{client}" in ok["out"], ok
     # Refused before the upstream, and the client shows why.
     assert no["rc"] != 0 or client.startswith("curl"), no  # curl -sS shows the 403's body
-    assert REASON in no["out"], no
-    if client == "git-clone":  # its own server: the proxy's records say what passed
-        path = "/allowed/git-clone/repo.git/info/refs"
-        assert [r for r in matrix["records"] if r.get("path") == path and
-                r["decision"] == "allow"]
-        prefix = "/denied/git-clone/"
+    assert REASONS.get(client, REASON) in no["out"], no
+    if client == "git-clone":  # in git's own words, not from policy.local
+        assert f"remote: Forbidden by policy: {REASON}" in no["out"], no
+    records = matrix["records"]
+    if client in OWN_SERVER:  # the proxy's records say what passed
+        assert [r for r in records if r.get("path", "").startswith(f"/allowed/{client}/") and
+                r["decision"] == "allow"], client
     else:
         assert f"/allowed/{client}" in matrix["upstream"]
         assert f"/denied/{client}" not in matrix["upstream"]
-        prefix = f"/denied/{client}"
-    denied = [r for r in matrix["records"] if r.get("path", "").startswith(prefix)]
-    assert denied and all(r["decision"] == "deny" for r in denied), denied
+    if client == "git-push":
+        # Cloning from /denied/git-push is allowed; only the push is refused,
+        # and it did not land.
+        assert matrix["pushed"] == {"allowed": "/allowed/git-push", "denied": None}
+        denied = [r for r in records if r.get("path", "").startswith("/denied/git-push/") and
+                  r.get("path", "").endswith("/git-receive-pack")]
+        assert denied and all(r["decision"] == "deny" and r.get("reason") == "deny_rule"
+                              for r in denied), denied
+    else:
+        denied = [r for r in records if r.get("path", "").startswith(f"/denied/{client}/") or
+                  r.get("path") == f"/denied/{client}"]
+        assert denied and all(r["decision"] == "deny" for r in denied), denied
     # Which way it came: clients told to ignore the proxy, and Node 20 (which
     # does), took the transparent path; the others the proxy's CONNECT.
     allowed = [r for r in matrix["records"] if r.get("event") == "http" and

@@ -1,9 +1,10 @@
 """Denials an agent can read (issue 23): a refused request says why in its
-status line and in a Proxy-Status header (RFC 9209), and the sandbox's recent
+status line and in a Proxy-Status header (RFC 9209), the sandbox's recent
 denials are served at http://policy.local/v1/denials, without query strings
-or detail text. Real proxy, real upstream in a test namespace, real clients."""
+or detail text, and the policy in force at /v1/policy/current. Real proxy, real upstream in a test namespace, real clients."""
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -74,7 +75,9 @@ def test_refused_connect_says_why_in_status_line_and_proxy_status(proxy):
         'openshell; error=http_request_denied; details="no_matching_endpoint"'
     doc = json.loads(body)
     assert doc["reason"] == "no_matching_endpoint"
-    assert doc["next_steps"] == [{"action": "inspect_recent_denials", "method": "GET",
+    assert doc["next_steps"] == [{"action": "inspect_policy", "method": "GET",
+                                  "url": "http://policy.local/v1/policy/current"},
+                                 {"action": "inspect_recent_denials", "method": "GET",
                                   "url": "http://policy.local/v1/denials?last=5"}]
 
 
@@ -144,12 +147,53 @@ def test_policy_local_lists_recent_denials_newest_first_without_queries(proxy):
     assert not [d for d in listed if d.get("path") == "/allowed"]
 
 
-def test_policy_local_answers_only_get_of_its_one_path(proxy):
+def test_policy_local_answers_only_get_of_its_paths(proxy):
     status, _, body = denials(proxy, "/v1/secrets")
     assert status.startswith("HTTP/1.1 404") and json.loads(body) == {
         "error": "not_found", "detail": "policy.local route not found: GET /v1/secrets"}
     status, _, _ = denials(proxy, method="POST")
     assert status.startswith("HTTP/1.1 405")
+    status, _, body = denials(proxy, "/v1/policy/current", method="PUT")
+    assert status.startswith("HTTP/1.1 405") and \
+        json.loads(body)["detail"] == "/v1/policy/current is read with GET"
+    status, _, _ = denials(proxy, "/v1/policy/current/x")
+    assert status.startswith("HTTP/1.1 404")
+
+
+def policy_loads(p):
+    return len([r for r in p.audit_records() if r.get("event") == "policy"])
+
+
+def reload_and_wait(p, text):
+    before = policy_loads(p)
+    p.set_policy(text)
+    p.reload()
+    for _ in range(200):
+        if policy_loads(p) > before:
+            return
+        time.sleep(0.02)
+    pytest.fail("the reload was not recorded")
+
+
+def test_policy_local_serves_the_policy_in_force(proxy):
+    """Upstream's GET /v1/policy/current: {"format": "yaml", "policy_yaml"},
+    the text of the generation in force: a reload shows the new one, a
+    refused reload keeps showing the one still enforced. (A proxy of its
+    own: the module's keeps its policy.)"""
+    p = Proxy(proxy.up, POLICY)
+    try:
+        status, headers, body = denials(p, "/v1/policy/current")
+        assert status == "HTTP/1.1 200 OK" and "proxy-status" not in headers
+        assert json.loads(body) == {"format": "yaml", "policy_yaml": POLICY}
+        narrower = POLICY.replace("      - host: ssrf.test\n        port: 80\n", "") + \
+            "# comments are the operator's too: kept\n"
+        reload_and_wait(p, narrower)
+        assert json.loads(denials(p, "/v1/policy/current")[2])["policy_yaml"] == narrower
+        reload_and_wait(p, "version: 1\nnetwork_policies: [broken\n")
+        assert p.last_audit(event="policy", reason="policy_invalid")
+        assert json.loads(denials(p, "/v1/policy/current")[2])["policy_yaml"] == narrower
+    finally:
+        p.stop()
 
 
 def test_last_selects_how_many_and_the_ring_is_bounded(proxy):

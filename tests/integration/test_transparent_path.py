@@ -5,7 +5,8 @@ address it dialled, the proxy connects to that address only, and what does
 not fit (SNI != Host, a name for another address, non-TLS bytes on 443, a
 ClientHello that never completes, a connection to the listener itself) is
 refused with an audit record, the reason readable by the agent where a
-protocol is known. DNS is answered by the supervisor (A only)."""
+protocol is known. DNS is answered by the supervisor (A only), over UDP and
+TCP."""
 import os
 import socket
 import struct
@@ -229,3 +230,45 @@ def test_an_address_the_stub_handed_out_stays_the_names(run):
     assert probes["rotating"][0]["addrs"] == [UPSTREAM_IP]
     assert probes["rotating"][0]["text"] == "HTTP/1.1 200 OK"
     assert asked.count("creds.test") >= 2 and "/allowed/rotating" in seen
+
+
+def test_dns_over_tcp_answers_like_udp(run):
+    """TCP/53, whatever the server, reaches the stub (RFC 7766 framing):
+    pipelined questions answered in order (A, empty AAAA, TXT refused), the
+    answer seeming to come from the server asked, a client that half-closed
+    after its question still answered, nothing fenced."""
+    probes, records, _, _ = run
+    t = probes["dns_tcp"][0]
+    assert t.get("peer") == "192.0.2.53", t
+    got = [(a["id"], a["rcode"], a["addrs"]) for a in t["answers"]]
+    assert got == [(0x2001, 0, [UPSTREAM_IP]), (0x2002, 0, []), (0x2003, 5, [])], got
+    h = probes["dns_tcp_half_closed"][0]
+    assert [a["addrs"] for a in h.get("answers", [])] == [[UPSTREAM_IP]], h
+    assert not [r for r in records if r.get("event") == "bypass" and r.get("dport") == 53]
+
+
+def test_dns_over_tcp_looks_up_only_names_a_policy_allows(run):
+    probes, records, _, asked = run
+    assert probes["dns_tcp_allowed"][0]["answers"][0]["addrs"] == [UPSTREAM_IP]
+    assert probes["dns_tcp_exfil"][0]["answers"][0]["rcode"] == 3
+    assert not [n for n in asked if "exfil-tcp" in n], asked
+    recs = [r for r in denied(records, "dns_name_not_allowed") if "exfil-tcp" in r["host"]]
+    assert recs and recs[0]["proto"] == "tcp", recs
+
+
+def test_getaddrinfo_over_tcp_only(run):
+    """glibc told to use TCP only (options use-vc): A and AAAA over TCP."""
+    g = run[0]["dns_tcp_getaddrinfo"][0]
+    assert g["rc"] == 0 and g["out"] == f"['{UPSTREAM_IP}']", g
+
+
+def test_dns_over_tcp_is_bounded(run):
+    """A length over 512 closes the connection unanswered; half a length and
+    then nothing is cut at the idle bound (10 s), however long the client
+    waits; at most 32 connections at once are served, the rest closed."""
+    probes, _, _, _ = run
+    big = probes["dns_tcp_oversized"][0]
+    assert big.get("got") == "" and big["took"] < 5, big
+    idle = probes["dns_tcp_idle"][0]
+    assert idle.get("got") == "" and 9 <= idle["took"] < 20, idle
+    assert probes["dns_tcp_limit"][0]["answered"] == 32, probes["dns_tcp_limit"]

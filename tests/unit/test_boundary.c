@@ -185,19 +185,20 @@ static void fence_rejects_bad_spec(void **state)
 }
 
 /* The transparent path's nat chain: redirects only the listed ports, never
- * loopback or the supervisor's side of the veth, and the two accepts it
- * inserts into the fence name exactly the two listeners. */
+ * loopback or the supervisor's side of the veth, DNS over both transports,
+ * and the accepts it inserts into the fence name exactly the listeners. */
 static void redirect_is_narrow(void **state)
 {
 	os_error err = { 0 };
 	struct nft_redirect_spec s = {
-		.tcp_ports = { 80, 443 }, .n_tcp_ports = 2, .tcp_to = 40001, .dns_to = 40053
+		.tcp_ports = { 80, 443 }, .n_tcp_ports = 2, .tcp_to = 40001, .dns_to = 40053,
+		.dns_tcp_to = 40054
 	};
 	inet_pton(AF_INET, "10.200.0.1", &s.keep_addr);
 	json_t *doc = nft_redirect_ruleset(&s, &err);
 	assert_non_null(doc);
-	/* chain, two inserted accepts, the TCP and the DNS redirect */
-	assert_int_equal(json_array_size(json_object_get(doc, "nftables")), 5);
+	/* chain, three inserted accepts, the TCP, the DNS-over-TCP and the DNS redirect */
+	assert_int_equal(json_array_size(json_object_get(doc, "nftables")), 7);
 	char *text = json_dumps(doc, JSON_COMPACT);
 	assert_non_null(strstr(text, "\"type\":\"nat\""));
 	assert_non_null(strstr(text, "\"op\":\"!=\",\"left\":{\"meta\":{\"key\":\"oifname\"}},"
@@ -206,15 +207,20 @@ static void redirect_is_narrow(void **state)
 	assert_non_null(strstr(text, "\"set\":[80,443]"));
 	assert_non_null(strstr(text, "{\"redirect\":{\"port\":40001}}"));
 	assert_non_null(strstr(text, "{\"redirect\":{\"port\":40053}}"));
+	/* TCP to 53 goes to the stub's TCP listener, before the listed ports' rule */
+	const char *dns_tcp = strstr(text, "{\"redirect\":{\"port\":40054}}");
+	assert_non_null(dns_tcp);
+	assert_true(dns_tcp < strstr(text, "{\"redirect\":{\"port\":40001}}"));
+	assert_non_null(strstr(text, "\"field\":\"dport\"}},\"right\":40054}"));
 	assert_non_null(strstr(text, "\"right\":\"127.0.0.1\""));
 	assert_null(strstr(text, "\"policy\":\"drop\"")); /* the fence is not redefined */
 	free(text);
 	json_decref(doc);
-	/* No TCP ports: only the DNS redirect and its accept. */
+	/* No TCP ports: no TCP redirect, the DNS ones stay. */
 	s.n_tcp_ports = 0;
 	doc = nft_redirect_ruleset(&s, &err);
 	assert_non_null(doc);
-	assert_int_equal(json_array_size(json_object_get(doc, "nftables")), 4);
+	assert_int_equal(json_array_size(json_object_get(doc, "nftables")), 6);
 	json_decref(doc);
 	/* A port 0, or ports without a listener, are refused. */
 	s.n_tcp_ports = 2;

@@ -107,7 +107,7 @@ int backend_proxy_endpoint(const backend_bound *bound, struct sockaddr_storage *
 
 void backend_transparent_take(const backend_bound *bound, struct backend_transparent *out)
 {
-	out->tcp_fd = out->dns_fd = -1;
+	out->tcp_fd = out->dns_fd = out->dns_tcp_fd = -1;
 	struct backend_instance *in = bound->inst;
 	if (in && in->ops->transparent && expect(in, ST_BOUND, "transparent", NULL) == 0)
 		in->ops->transparent(in->state, out);

@@ -47,6 +47,7 @@ struct backend_descriptor {
 struct backend_transparent {
 	int tcp_fd; /* TCP, listening: redirected direct connections */
 	int dns_fd; /* UDP: redirected DNS queries */
+	int dns_tcp_fd; /* TCP, listening: redirected DNS over TCP */
 };
 
 /* What the supervisor lends a backend: where audit records go. The record

@@ -150,7 +150,7 @@ static int inpod_attach(const struct backend_descriptor *d, const struct backend
 		return os_error_set(err, ENOMEM, "out of memory");
 	p->netns_fd = -1;
 	p->agent_pidfd = -1;
-	p->tp_tcp_fd = p->tp_dns_fd = -1;
+	p->tp_tcp_fd = p->tp_dns_fd = p->tp_dns_tcp_fd = -1;
 	p->proxy_port = d->proxy_port;
 	if (ctx)
 		p->ctx = *ctx;

@@ -1,6 +1,8 @@
-/* dns_stub.c - see dns_stub.h. One UDP socket; each query becomes one
- * resolver lookup whose callback sends the answer; at most
- * DNS_STUB_INFLIGHT_MAX lookups wait at a time (more: SERVFAIL at once). */
+/* dns_stub.c - see dns_stub.h. The query core and the UDP socket (TCP
+ * connections: dns_stub_tcp.c); each query becomes one resolver lookup
+ * whose callback sends the answer to its peer; at most
+ * DNS_STUB_INFLIGHT_MAX lookups wait at a time, both transports together
+ * (more: SERVFAIL at once). */
 #include "dns_stub.h"
 
 #include <arpa/inet.h>
@@ -12,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dns_stub_internal.h"
 #include "hostglob.h"
 #include "log.h"
 
 #define DNS_HEADER 12
-#define DNS_PACKET_MAX 512 /* classic UDP answers: what every stub resolver reads */
 #define RCODE_FORMERR 1
 #define RCODE_SERVFAIL 2
 #define RCODE_NXDOMAIN 3
@@ -25,12 +27,11 @@
 #define QTYPE_A 1
 #define QTYPE_AAAA 28
 
-struct pending {
+struct dns_pending {
 	struct dns_stub *stub;
-	struct pending *prev, *next;
+	struct dns_pending *prev, *next;
 	struct resolver_query *query;
-	struct sockaddr_storage peer;
-	socklen_t peer_len;
+	struct dns_peer to;
 	uint8_t head[DNS_PACKET_MAX]; /* header + question, copied from the query */
 	size_t head_len;
 	char host[254]; /* the name looked up, normalised */
@@ -49,7 +50,8 @@ struct dns_stub {
 	void *gate_user;
 	int fd;
 	struct loop_io *io;
-	struct pending *pending;
+	struct dns_tcp *tcp; /* NULL: no TCP listener */
+	struct dns_pending *pending;
 	unsigned n_pending;
 	struct handout handed[DNS_STUB_REMEMBER_MAX];
 	size_t next_handout;
@@ -127,24 +129,27 @@ static void answer_header(uint8_t *h, int rcode, uint16_t ancount)
 	memset(h + 8, 0, 4); /* no authority, no additional (an EDNS OPT is not echoed) */
 }
 
-static void send_answer(struct dns_stub *s, const struct sockaddr_storage *peer, socklen_t plen,
-			const uint8_t *pkt, size_t len)
+static void send_answer(struct dns_stub *s, const struct dns_peer *to, const uint8_t *pkt,
+			size_t len)
 {
-	if (sendto(s->fd, pkt, len, MSG_DONTWAIT, (const struct sockaddr *)peer, plen) < 0)
+	if (to->conn)
+		dns_tcp_answer(to->conn, pkt, len);
+	else if (sendto(s->fd, pkt, len, MSG_DONTWAIT, (const struct sockaddr *)&to->addr,
+			to->addr_len) < 0)
 		log_debug("dns stub: sendto: %s", strerror(errno));
 }
 
 /* An answer with no records: header + question only. */
-static void answer_empty(struct dns_stub *s, const struct sockaddr_storage *peer, socklen_t plen,
-			 const uint8_t *head, size_t head_len, int rcode)
+static void answer_empty(struct dns_stub *s, const struct dns_peer *to, const uint8_t *head,
+			 size_t head_len, int rcode)
 {
 	uint8_t pkt[DNS_PACKET_MAX];
 	memcpy(pkt, head, head_len);
 	answer_header(pkt, rcode, 0);
-	send_answer(s, peer, plen, pkt, head_len);
+	send_answer(s, to, pkt, head_len);
 }
 
-static void pending_unlink(struct pending *p)
+static void pending_unlink(struct dns_pending *p)
 {
 	struct dns_stub *s = p->stub;
 	if (p->prev)
@@ -159,11 +164,11 @@ static void pending_unlink(struct pending *p)
 static void on_resolved(void *data, int status, const struct ip_addr *addrs, size_t n,
 			const char *errmsg)
 {
-	struct pending *p = data;
+	struct dns_pending *p = data;
 	struct dns_stub *s = p->stub;
 	pending_unlink(p);
 	if (status != 0) {
-		answer_empty(s, &p->peer, p->peer_len, p->head, p->head_len,
+		answer_empty(s, &p->to, p->head, p->head_len,
 			     status == ENOENT ? RCODE_NXDOMAIN : RCODE_SERVFAIL);
 		log_debug("dns stub: %s", errmsg ? errmsg : "lookup failed");
 		free(p);
@@ -187,63 +192,71 @@ static void on_resolved(void *data, int status, const struct ip_addr *addrs, siz
 		remember(s, p->host, addrs[i].v4);
 	}
 	answer_header(pkt, 0, count);
-	send_answer(s, &p->peer, p->peer_len, pkt, len);
+	send_answer(s, &p->to, pkt, len);
 	free(p);
 }
 
-static void lookup(struct dns_stub *s, const struct sockaddr_storage *peer, socklen_t plen,
-		   const uint8_t *head, size_t head_len, const char *name)
+static struct dns_pending *lookup(struct dns_stub *s, const struct dns_peer *to,
+				  const uint8_t *head, size_t head_len, const char *name)
 {
 	char host[256];
 	os_error err = { 0 };
 	if (host_normalize(name, strlen(name), host, sizeof host, &err) < 0 ||
-	    !s->gate(s->gate_user, host)) {
-		answer_empty(s, peer, plen, head, head_len, RCODE_NXDOMAIN);
-		return;
+	    !s->gate(s->gate_user, host, to->conn ? "tcp" : "udp")) {
+		answer_empty(s, to, head, head_len, RCODE_NXDOMAIN);
+		return NULL;
 	}
-	struct pending *p = s->n_pending < DNS_STUB_INFLIGHT_MAX ? calloc(1, sizeof *p) : NULL;
+	struct dns_pending *p = s->n_pending < DNS_STUB_INFLIGHT_MAX ? calloc(1, sizeof *p) : NULL;
 	if (!p) {
-		answer_empty(s, peer, plen, head, head_len, RCODE_SERVFAIL);
-		return;
+		answer_empty(s, to, head, head_len, RCODE_SERVFAIL);
+		return NULL;
 	}
 	p->stub = s;
-	p->peer = *peer;
-	p->peer_len = plen;
+	p->to = *to;
 	memcpy(p->head, head, head_len);
 	p->head_len = head_len;
 	snprintf(p->host, sizeof p->host, "%s", host);
 	p->query = resolver_lookup(s->resolver, host, on_resolved, p, &err);
 	if (!p->query) {
 		free(p);
-		answer_empty(s, peer, plen, head, head_len, RCODE_SERVFAIL);
-		return;
+		answer_empty(s, to, head, head_len, RCODE_SERVFAIL);
+		return NULL;
 	}
 	p->next = s->pending;
 	if (s->pending)
 		s->pending->prev = p;
 	s->pending = p;
 	s->n_pending++;
+	return p;
 }
 
-static void serve_one(struct dns_stub *s, const uint8_t *q, size_t len,
-		      const struct sockaddr_storage *peer, socklen_t plen)
+struct dns_pending *dns_stub_serve(struct dns_stub *s, const uint8_t *q, size_t len,
+				   const struct dns_peer *to)
 {
 	char name[256];
 	uint16_t qtype = 0;
 	size_t end = 0;
+	if (len > DNS_PACKET_MAX)
+		return NULL; /* no question we answer (both transports refuse it first) */
 	int r = dns_stub_parse_question(q, len, name, sizeof name, &qtype, &end);
 	if (r == -2)
-		return;
+		return NULL;
 	if (r < 0) { /* the header alone goes back */
-		answer_empty(s, peer, plen, q, DNS_HEADER, -r);
-		return;
+		answer_empty(s, to, q, DNS_HEADER, -r);
+		return NULL;
 	}
 	if (qtype == QTYPE_A)
-		lookup(s, peer, plen, q, end, name);
-	else if (qtype == QTYPE_AAAA) /* the name may exist; it has no address here */
-		answer_empty(s, peer, plen, q, end, 0);
-	else
-		answer_empty(s, peer, plen, q, end, RCODE_REFUSED);
+		return lookup(s, to, q, end, name);
+	/* AAAA: the name may exist; it has no address here */
+	answer_empty(s, to, q, end, qtype == QTYPE_AAAA ? 0 : RCODE_REFUSED);
+	return NULL;
+}
+
+void dns_stub_cancel(struct dns_pending *p)
+{
+	resolver_cancel(p->query);
+	pending_unlink(p);
+	free(p);
 }
 
 #define RECV_BATCH 64 /* per wake-up: the loop's other work goes on */
@@ -261,16 +274,19 @@ static void on_readable(struct loop *l, struct loop_io *w, int fd, unsigned even
 			return;
 		if ((size_t)n > sizeof q)
 			continue; /* a query over 512 bytes is no question we answer */
-		serve_one(s, q, (size_t)n, &peer, plen);
+		struct dns_peer to = { .conn = NULL, .addr = peer, .addr_len = plen };
+		dns_stub_serve(s, q, (size_t)n, &to);
 	}
 }
 
 int dns_stub_new(struct loop *l, struct resolver *r, dns_stub_gate gate, void *gate_user, int fd,
-		 struct dns_stub **out, os_error *err)
+		 int tcp_fd, struct dns_stub **out, os_error *err)
 {
 	struct dns_stub *s = calloc(1, sizeof *s);
 	if (!s) {
 		close(fd);
+		if (tcp_fd >= 0)
+			close(tcp_fd);
 		return os_error_set(err, ENOMEM, "out of memory");
 	}
 	s->loop = l;
@@ -279,8 +295,14 @@ int dns_stub_new(struct loop *l, struct resolver *r, dns_stub_gate gate, void *g
 	s->gate_user = gate_user;
 	s->fd = fd;
 	if (loop_io_add(l, fd, LOOP_IN, 0, on_readable, s, &s->io, err) < 0) {
+		if (tcp_fd >= 0)
+			close(tcp_fd);
 		dns_stub_free(s);
 		return os_error_prefix(err, "watching the DNS socket");
+	}
+	if (tcp_fd >= 0 && dns_tcp_new(s, l, tcp_fd, &s->tcp, err) < 0) {
+		dns_stub_free(s);
+		return os_error_prefix(err, "DNS over TCP");
 	}
 	*out = s;
 	return 0;
@@ -290,12 +312,9 @@ void dns_stub_free(struct dns_stub *s)
 {
 	if (!s)
 		return;
-	while (s->pending) {
-		struct pending *p = s->pending;
-		resolver_cancel(p->query);
-		pending_unlink(p);
-		free(p);
-	}
+	dns_tcp_free(s->tcp); /* its connections cancel their own lookups */
+	while (s->pending)
+		dns_stub_cancel(s->pending);
 	if (s->io)
 		loop_io_remove(s->io);
 	close(s->fd);

@@ -1,6 +1,6 @@
 /* dns_stub.h - the resolver the agent's getaddrinfo() talks to on the
- * transparent path: the sandbox's nat chain sends every UDP query to port
- * 53 here, and each is answered from the proxy's own resolver (hosts file,
+ * transparent path: the sandbox's nat chain sends every query to port 53,
+ * UDP and TCP, here, and each is answered from the proxy's own resolver (hosts file,
  * then c-ares), so the agent needs no path to any outside resolver and the
  * addresses it gets are the ones the transparent proxy will accept for the
  * name. Only names the policy could allow are looked up (see
@@ -25,12 +25,22 @@ struct dns_stub;
 
 /* Whether name may be looked up at all: a name no policy could allow is
  * answered NXDOMAIN without a lookup, so DNS carries nothing out that a
- * CONNECT could not (the proxy resolves only names it has allowed). */
-typedef bool (*dns_stub_gate)(void *user, const char *name);
+ * CONNECT could not (the proxy resolves only names it has allowed). proto
+ * is "udp" or "tcp", the query's transport (for the record). */
+typedef bool (*dns_stub_gate)(void *user, const char *name, const char *proto);
 
-/* Serves the bound UDP socket fd (taken). */
+/* DNS over TCP (RFC 7766), bounded: connections at once (more are closed
+ * at accept), and how long a connection may take to send its next query
+ * (counted from accept or the last answer sent, however the bytes
+ * trickle: a stalled reader of answers is cut by it too). Queries on one
+ * connection are answered in order, one at a time. */
+#define DNS_STUB_TCP_CONNS_MAX 32
+#define DNS_STUB_TCP_IDLE_MS 10000
+
+/* Serves the bound UDP socket fd and the listening TCP socket tcp_fd (-1:
+ * none); both are taken, also on failure. */
 int dns_stub_new(struct loop *l, struct resolver *r, dns_stub_gate gate, void *gate_user, int fd,
-		 struct dns_stub **out, os_error *err);
+		 int tcp_fd, struct dns_stub **out, os_error *err);
 void dns_stub_free(struct dns_stub *s);
 
 /* How long an answer is remembered: agents cache answers longer than

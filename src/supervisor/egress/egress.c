@@ -42,14 +42,9 @@ struct egress {
 	struct identity_ctx *identity; /* owned by the proxy; NULL until bound */
 	json_t *fs; /* the launch spec's filesystem lists, shared with the spec */
 	uint64_t generation; /* 1 at start, +1 per policy swapped in */
-	/* The text of the policy in force: the gateway's push of the same
-	 * revision at session start is that policy, not a second load. */
-	char *text;
-	size_t text_len;
 	char ca_path[PATH_MAX], bundle_path[PATH_MAX], java_trust_path[PATH_MAX];
 };
 
-#define POLICY_TEXT_MAX (4u << 20)
 
 static struct policy_gen *load_gen(const char *path, struct policy_diag *diag, os_error *err)
 {
@@ -144,8 +139,6 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 		return -1;
 	}
 	e->generation = 1;
-	if (file_read_all(o->policy_path, POLICY_TEXT_MAX, &e->text, &e->text_len, NULL) < 0)
-		e->text = NULL; /* then every push is a load */
 	struct audit_record r = { .event = "policy",
 				  .decision = "allow",
 				  .reason = "policy_loaded",
@@ -430,9 +423,6 @@ int egress_reload(struct egress *e, os_error *err)
 		return refuse(e, 0, err->msg, err);
 	if (swap_in(e, g, 0, err) < 0)
 		return -1;
-	free(e->text);
-	if (file_read_all(e->o.policy_path, POLICY_TEXT_MAX, &e->text, &e->text_len, NULL) < 0)
-		e->text = NULL;
 	return 0;
 }
 
@@ -441,18 +431,20 @@ int egress_apply_policy_text(struct egress *e, const char *yaml, size_t len, uin
 {
 	struct policy_doc *doc = NULL;
 	struct policy_gen *g = NULL;
-	if (e->text && len == e->text_len && memcmp(yaml, e->text, len) == 0)
-		return 0; /* already in force: no second policy_loaded record */
+	/* The gateway's push of the revision in force (at every session
+	 * start) is that policy, not a second load: no policy_loaded record. */
+	struct policy_gen *cur = policy_holder_acquire(e->holder);
+	const struct policy_doc *in_force = policy_gen_doc(cur);
+	bool same = len == in_force->source_len && memcmp(yaml, in_force->source, len) == 0;
+	policy_unref(cur);
+	if (same)
+		return 0;
 	if (policy_parse("policy", yaml, len, &doc, NULL, err) == 0)
 		g = policy_compile(doc, err);
 	if (!g)
 		return refuse(e, revision, err->msg, err);
 	if (swap_in(e, g, revision, err) < 0)
 		return -1;
-	char *copy = str_ndup(yaml, len);
-	free(e->text);
-	e->text = copy;
-	e->text_len = copy ? len : 0;
 	return 0;
 }
 
@@ -461,7 +453,7 @@ int egress_apply_policy_text(struct egress *e, const char *yaml, size_t len, uin
 /* A name is looked up only when some endpoint allows it on a port the
  * transparent path serves (by endpoint: the querying binary is unknown;
  * the connection that follows is judged with its identity). */
-static bool dns_name_allowed(void *user, const char *name)
+static bool dns_name_allowed(void *user, const char *name, const char *proto)
 {
 	struct egress *e = user;
 	struct policy_gen *g = policy_holder_acquire(e->holder);
@@ -482,7 +474,7 @@ static bool dns_name_allowed(void *user, const char *name)
 		struct audit_record r = { .event = "dns",
 					  .decision = "deny",
 					  .reason = "dns_name_not_allowed",
-					  .proto = "udp",
+					  .proto = proto,
 					  .host = name,
 					  .uid = -1,
 					  .detail = "no policy allows this name: answered NXDOMAIN "
@@ -498,8 +490,8 @@ static bool dns_handed_out(void *user, const char *name, const struct ip_addr *a
 	return dns_stub_handed_out(user, name, a);
 }
 
-int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, const uint16_t *ports,
-			     size_t n_ports, os_error *err)
+int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, int dns_tcp_fd,
+			     const uint16_t *ports, size_t n_ports, os_error *err)
 {
 	e->n_dns_ports =
 		n_ports < EGRESS_TRANSPARENT_PORTS_MAX ? n_ports : EGRESS_TRANSPARENT_PORTS_MAX;
@@ -508,10 +500,14 @@ int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, const uin
 		close(tcp_fd);
 		if (dns_fd >= 0)
 			close(dns_fd);
+		if (dns_tcp_fd >= 0)
+			close(dns_tcp_fd);
 		return -1;
 	}
-	if (dns_fd >= 0 &&
-	    dns_stub_new(e->loop, e->cfg.resolver, dns_name_allowed, e, dns_fd, &e->dns, err) < 0)
+	if (dns_fd < 0 && dns_tcp_fd >= 0)
+		close(dns_tcp_fd); /* TCP beside UDP only */
+	if (dns_fd >= 0 && dns_stub_new(e->loop, e->cfg.resolver, dns_name_allowed, e, dns_fd,
+					dns_tcp_fd, &e->dns, err) < 0)
 		return -1;
 	if (e->dns)
 		proxy_set_dns_memory(e->proxy, dns_handed_out, e->dns);
@@ -525,7 +521,6 @@ void egress_free(struct egress *e)
 	dns_stub_free(e->dns); /* before the resolver its lookups use */
 	proxy_free(e->proxy);
 	json_decref(e->fs);
-	free(e->text);
 	resolver_free(e->cfg.resolver);
 	credentials_free(e->cfg.creds);
 	inference_routes_free(e->cfg.inference);

@@ -46,11 +46,12 @@ int egress_start(struct loop *l, const struct sockaddr *addr, socklen_t len,
 #define EGRESS_TRANSPARENT_PORTS_MAX 16
 
 /* Serves the backend's transparent listeners (docs/network.md): tcp_fd
- * (redirected direct connections to ports[0..n_ports)) and dns_fd
- * (redirected DNS queries: names no policy allows on those ports are not
- * looked up), -1 for none; both are taken, also on failure. */
-int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, const uint16_t *ports,
-			     size_t n_ports, os_error *err);
+ * (redirected direct connections to ports[0..n_ports)), dns_fd and
+ * dns_tcp_fd (redirected DNS queries over UDP and TCP: names no policy
+ * allows on those ports are not looked up), -1 for none; all are taken,
+ * also on failure. */
+int egress_serve_transparent(struct egress *e, int tcp_fd, int dns_fd, int dns_tcp_fd,
+			     const uint16_t *ports, size_t n_ports, os_error *err);
 
 /* Fills the launch spec from the policy: filesystem lists, user/group (when
  * the policy sets them), Landlock mode, and the environment (proxy, CA

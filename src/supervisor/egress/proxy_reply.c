@@ -134,26 +134,24 @@ static void reason_phrase(char *out, size_t cap, int status, const char *error, 
 	}
 }
 
-/* Queues a complete answer and switches to closing once it is flushed.
- * error NULL: a local answer (policy.local), no Proxy-Status error. */
-static void send_json(struct conn *c, int status, json_t *body, const char *policy_header,
-		      const char *error, const char *reason)
+/* Queues a complete answer (text[0..len) of content_type, and a final
+ * newline) and switches to closing once it is flushed. error NULL: a local
+ * answer (policy.local), no Proxy-Status error. */
+static void send_answer(struct conn *c, int status, const char *content_type, const char *text,
+			size_t len, const char *policy_header, const char *error,
+			const char *reason)
 {
-	char *text = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(body);
 	buf_reset(&c->cout);
 	os_error err = { 0 };
-	size_t len = text ? strlen(text) : 0;
 	char phrase[160];
 	if (error)
 		reason_phrase(phrase, sizeof phrase, status, error, reason);
 	else
 		snprintf(phrase, sizeof phrase, "%s", status == 200 ? "OK" : status_reason(status));
-	int rc = buf_printf(
-		&c->cout, &err,
-		"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-		"Content-Length: %zu\r\nConnection: close\r\nCache-Control: no-store\r\n",
-		status, phrase, len + 1);
+	int rc = buf_printf(&c->cout, &err,
+			    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+			    "Content-Length: %zu\r\nConnection: close\r\nCache-Control: no-store\r\n",
+			    status, phrase, content_type, len + 1);
 	if (rc == 0 && error) {
 		char details[96] = "";
 		append_token(details, sizeof details, reason ? reason : error);
@@ -164,12 +162,21 @@ static void send_json(struct conn *c, int status, json_t *body, const char *poli
 	if (rc == 0 && policy_header)
 		rc = http_write_header(&c->cout, "X-OpenShell-Policy", policy_header, &err);
 	if (rc == 0)
-		rc = buf_printf(&c->cout, &err, "\r\n%s\n", text ? text : "");
-	free(text);
+		rc = buf_printf(&c->cout, &err, "\r\n%.*s\n", (int)len, text ? text : "");
 	if (rc < 0)
 		log_warn("proxy: building a %d answer: %s", status, err.msg);
 	if (!transparent_defer_answer(c))
 		conn_set_state(c, ST_CLOSING);
+}
+
+static void send_json(struct conn *c, int status, json_t *body, const char *policy_header,
+		      const char *error, const char *reason)
+{
+	char *text = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(body);
+	send_answer(c, status, "application/json", text, text ? strlen(text) : 0, policy_header,
+		    error, reason);
+	free(text);
 }
 
 /* Kept for GET http://policy.local/v1/denials (no detail text: see denials.h). */
@@ -219,9 +226,42 @@ void reply_error(struct conn *c, int status, const char *error, const char *deta
 static void add_next_steps(json_t *o)
 {
 	json_object_set_new(o, "next_steps",
-			    json_pack("[{s:s, s:s, s:s}]", "action", "inspect_recent_denials",
-				      "method", "GET", "url",
+			    json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}]", "action",
+				      "inspect_policy", "method", "GET", "url",
+				      "http://" DENIALS_HOST "/v1/policy/current", "action",
+				      "inspect_recent_denials", "method", "GET", "url",
 				      "http://" DENIALS_HOST "/v1/denials?last=5"));
+}
+
+/* git's first request to a smart-HTTP repository (clone, fetch, push):
+ * GET REPO/info/refs. git shows a refusal's body there, line by line as
+ * "remote: ...", when it is text/plain (remote-curl.c show_http_message),
+ * and nothing of a JSON one; its later requests (the POSTs) show no body
+ * at all, whatever its type. */
+static bool is_git_discovery(const char *method, const char *path)
+{
+	static const char suffix[] = "/info/refs";
+	size_t n = path ? strlen(path) : 0;
+	return strcmp(method, "GET") == 0 && n >= sizeof suffix - 1 &&
+	       strcmp(path + n - (sizeof suffix - 1), suffix) == 0;
+}
+
+/* The same refusal in the words git prints: the reason first, then where
+ * the agent reads more. */
+static void send_git_text(struct conn *c, const char *policy, const char *rule,
+			  const char *method, const char *path, const char *reason)
+{
+	char text[1024];
+	int n = snprintf(text, sizeof text,
+			 "Forbidden by policy: %s (policy %s, rule %s)\n"
+			 "%s %.400s on %.253s:%u was refused by the sandbox's network policy.\n"
+			 "Recent denials: http://" DENIALS_HOST "/v1/denials?last=5\n"
+			 "The policy in force: http://" DENIALS_HOST "/v1/policy/current",
+			 reason, policy[0] ? policy : "-", rule[0] ? rule : "-", method, path,
+			 c->host, c->port);
+	size_t len = n < 0 ? 0 : (size_t)n >= sizeof text ? sizeof text - 1 : (size_t)n;
+	send_answer(c, 403, "text/plain; charset=utf-8", text, len, policy[0] ? policy : NULL,
+		    "policy_denied", reason);
 }
 
 void reply_policy_denied(struct conn *c, const struct policy_decision *d, const char *method,
@@ -249,5 +289,10 @@ void reply_policy_denied(struct conn *c, const struct policy_decision *d, const 
 	add_next_steps(o);
 	audit_decision(c, "http", "deny", reason, method, path, d->detail);
 	note_denial(c, "policy_denied", reason, method, path);
+	if (is_git_discovery(method, path)) {
+		json_decref(o);
+		send_git_text(c, policy, d->rule, method, path, reason);
+		return;
+	}
 	send_json(c, 403, o, policy[0] ? policy : NULL, "policy_denied", reason);
 }

@@ -132,6 +132,13 @@ static json_t *redirect_to(uint16_t port)
 	return json_pack("{s:{s:i}}", "redirect", "port", (json_int_t)port);
 }
 
+/* proto to port 53, whatever the server, goes to the stub's listener `to`. */
+static json_t *redirect_dns(const char *proto, uint16_t to)
+{
+	return rule("redirect", json_pack("[o,o]", match_payload(proto, "dport", json_integer(53)),
+					  redirect_to(to)));
+}
+
 json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err)
 {
 	if (spec->n_tcp_ports > NFT_REDIRECT_PORTS_MAX || (spec->n_tcp_ports && !spec->tcp_to))
@@ -157,12 +164,13 @@ json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err
 	}
 	/* The filter sees the new address but still the old output device
 	 * (the hook's state), so lo's accept does not cover the redirected
-	 * packets: the two listeners are accepted by address and port. */
-	static const struct {
+	 * packets: the listeners are accepted by address and port. */
+	const struct {
 		const char *proto;
-	} l4[] = { { "tcp" }, { "udp" } };
-	for (size_t i = 0; i < 2; i++) {
-		uint16_t to = i == 0 ? spec->tcp_to : spec->dns_to;
+		uint16_t to;
+	} l4[] = { { "tcp", spec->tcp_to }, { "udp", spec->dns_to }, { "tcp", spec->dns_tcp_to } };
+	for (size_t i = 0; i < sizeof l4 / sizeof l4[0]; i++) {
+		uint16_t to = l4[i].to;
 		if (to)
 			json_array_append_new(
 				cmds,
@@ -185,6 +193,10 @@ json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err
 	json_t *not_keep =
 		json_pack("{s:{s:s, s:{s:{s:s, s:s}}, s:s}}", "match", "op", "!=", "left",
 			  "payload", "protocol", "ip", "field", "daddr", "right", keep);
+	/* DNS over TCP first, to whatever server (as over UDP): port 53 is the
+	 * stub's even if the operator lists it among the TCP ports. */
+	if (spec->dns_tcp_to)
+		json_array_append_new(cmds, redirect_dns("tcp", spec->dns_tcp_to));
 	if (spec->n_tcp_ports)
 		json_array_append_new(
 			cmds, rule("redirect",
@@ -197,11 +209,7 @@ json_t *nft_redirect_ruleset(const struct nft_redirect_spec *spec, os_error *err
 		json_decref(not_keep);
 	}
 	if (spec->dns_to)
-		json_array_append_new(
-			cmds,
-			rule("redirect",
-			     json_pack("[o,o]", match_payload("udp", "dport", json_integer(53)),
-				       redirect_to(spec->dns_to))));
+		json_array_append_new(cmds, redirect_dns("udp", spec->dns_to));
 	return json_pack("{s:O}", "nftables", cmds);
 }
 
