@@ -237,8 +237,8 @@ bool policy_l7_method_norm(const char *m, char *out, size_t cap)
 	return true;
 }
 
-void policy_l7_finish(struct policy_decision *out, const struct policy_endpoint *ep,
-		      bool violation, enum policy_reason r, const char *m, const char *path)
+void policy_l7_finish(struct policy_decision *out, const struct policy_endpoint *ep, bool violation,
+		      enum policy_reason r, const char *m, const char *path)
 {
 	out->reason = r;
 	out->verdict = !violation			     ? POLICY_ALLOW
@@ -256,10 +256,12 @@ void policy_l7_finish(struct policy_decision *out, const struct policy_endpoint 
 }
 
 bool policy_l7_rules_say(const struct policy_endpoint *ep, bool deny, const char *m,
-			const char *canon, const char *qs, size_t qlen, char *rule, size_t rule_cap)
+			 const char *canon, const char *qs, size_t qlen, char *rule,
+			 size_t rule_cap)
 {
 	struct qparams q;
-	if (!policy_protocol_rest_rules(ep->protocol) || !policy_endpoint_path_match(ep->path, canon))
+	if (!policy_protocol_rest_rules(ep->protocol) ||
+	    !policy_endpoint_path_match(ep->path, canon))
 		return false;
 	query_parse(qs ? qs : "", qs ? qlen : 0, &q);
 	const struct policy_rule *r = deny ? ep->deny_rules : ep->rules;

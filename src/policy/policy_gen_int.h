@@ -64,13 +64,14 @@ bool endpoint_has_config(const struct policy_endpoint *ep);
  * access preset or allow rule (!deny) matching method m (normalised) on canon with the
  * query qs[0..qlen); rule receives its name ("rules[2]", "access:full"). */
 bool policy_l7_rules_say(const struct policy_endpoint *ep, bool deny, const char *m,
-			 const char *canon, const char *qs, size_t qlen, char *rule, size_t rule_cap);
+			 const char *canon, const char *qs, size_t qlen, char *rule,
+			 size_t rule_cap);
 /* Upper-cases an HTTP token method into out; false when it is none. */
 bool policy_l7_method_norm(const char *m, char *out, size_t cap);
 /* Sets out's verdict (by ep's enforcement for a violation), reason and
  * detail for method m on path, naming out->rule and out->policy. */
-void policy_l7_finish(struct policy_decision *out, const struct policy_endpoint *ep,
-		      bool violation, enum policy_reason r, const char *m, const char *path);
+void policy_l7_finish(struct policy_decision *out, const struct policy_endpoint *ep, bool violation,
+		      enum policy_reason r, const char *m, const char *path);
 
 /* json-rpc / mcp: may this HTTP exchange carry messages? (policy_decide_rpc.c) */
 void rpc_decide_transport(const struct policy_endpoint *ep, const char *m, const char *canon,

@@ -372,12 +372,10 @@ static enum policy_protocol policy_protocol_of(const struct ynode *v)
 	static const struct {
 		const char *name;
 		enum policy_protocol p;
-	} known[] = {
-		{ "rest", POLICY_PROTO_REST },	      { "tcp", POLICY_PROTO_TCP },
-		{ "json-rpc", POLICY_PROTO_JSONRPC }, { "mcp", POLICY_PROTO_MCP },
-		{ "graphql", POLICY_PROTO_GRAPHQL },  { "websocket", POLICY_PROTO_WEBSOCKET },
-		{ "sql", POLICY_PROTO_SQL }
-	};
+	} known[] = { { "rest", POLICY_PROTO_REST },	    { "tcp", POLICY_PROTO_TCP },
+		      { "json-rpc", POLICY_PROTO_JSONRPC }, { "mcp", POLICY_PROTO_MCP },
+		      { "graphql", POLICY_PROTO_GRAPHQL },  { "websocket", POLICY_PROTO_WEBSOCKET },
+		      { "sql", POLICY_PROTO_SQL } };
 	for (size_t i = 0; v && i < ARRAY_SIZE(known); i++)
 		if (ynode_scalar_eq(v, known[i].name))
 			return known[i].p;
@@ -546,8 +544,9 @@ static void check_combination(struct lctx *c, const struct ynode *n, struct poli
 	if (ep->allow_uninspected_credentials && !cred) {
 		const struct ynode *auc = ynode_map_get(n, "allow_uninspected_credentials");
 		kp_push(c, ".allow_uninspected_credentials");
-		lwarn(c, auc, "has no effect: the endpoint binds no provider (credential_binding), "
-			      "so no credential can travel uninspected (OpenShell ignores it too)");
+		lwarn(c, auc,
+		      "has no effect: the endpoint binds no provider (credential_binding), "
+		      "so no credential can travel uninspected (OpenShell ignores it too)");
 		kp_pop(c, old);
 	}
 	if (!proto)

@@ -100,7 +100,7 @@ static void load_op(struct lctx *c, const struct ynode *n, bool glob, struct pol
 
 void load_graphql_matcher(struct lctx *c, const struct ynode *n, struct policy_rule *r)
 {
-	static const char *const keys[] = { "operation_type", "operation_name", "fields", "method",
+	static const char *const keys[] = { "operation_type", "operation_name", "fields",  "method",
 					    "path",	      "query",		"command", NULL };
 	if (!want_map(c, n))
 		return;

@@ -49,8 +49,8 @@ static void load_tool_globs(struct lctx *c, const struct ynode *v, struct policy
  * depend on the endpoint's mcp options run later (check_rpc_endpoint). */
 void load_rpc_matcher(struct lctx *c, const struct ynode *n, struct policy_rule *r)
 {
-	static const char *const keys[] = { "method", "tool",  "params",
-					    "path",   "query", "command", NULL };
+	static const char *const keys[] = { "method", "tool",	 "params", "path",
+					    "query",  "command", NULL };
 	if (!want_map(c, n))
 		return;
 	check_keys(c, n, keys);

@@ -46,12 +46,14 @@ void load_sql_matcher(struct lctx *c, const struct ynode *n)
 
 void ignore_sql_command(struct lctx *c, const struct ynode *n)
 {
-	const struct ynode *cmd = n && n->kind == YNODE_MAPPING ? ynode_map_get(n, "command") : NULL;
+	const struct ynode *cmd =
+		n && n->kind == YNODE_MAPPING ? ynode_map_get(n, "command") : NULL;
 	if (!cmd)
 		return;
 	size_t old = kp_push(c, ".command");
-	lwarn(c, cmd, "ignored: command matches SQL statements and applies to protocol sql only "
-		      "(OpenShell ignores it here too)");
+	lwarn(c, cmd,
+	      "ignored: command matches SQL statements and applies to protocol sql only "
+	      "(OpenShell ignores it here too)");
 	kp_pop(c, old);
 }
 

@@ -183,9 +183,9 @@ static bool sibling_visit(const struct policy_endpoint *ep, void *p)
 }
 
 static void merge_sibling_rules(const struct policy_gen *g, const struct policy_endpoint *ep,
-				const char *host, uint16_t port, const char *const *chain,
-				size_t n, const char *method, const char *raw_target,
-				const char *canon, struct policy_decision *out)
+				const char *host, uint16_t port, const char *const *chain, size_t n,
+				const char *method, const char *raw_target, const char *canon,
+				struct policy_decision *out)
 {
 	if (!host || !policy_protocol_rest_rules(ep->protocol) ||
 	    (out->reason != POLICY_R_ALLOWED && out->reason != POLICY_R_NO_MATCHING_RULE))

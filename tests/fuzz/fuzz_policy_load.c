@@ -20,9 +20,9 @@ static void query(const struct policy_gen *g)
 			if (dec.verdict != POLICY_DENY && dec.endpoint) {
 				/* routing, and the rules of every matching endpoint */
 				struct policy_decision r;
-				policy_decide_routed_request(g, dec.endpoint, ep->host, ep->ports[0],
-							     chain, 2, "DELETE", "/a/b?x=1&x=%41",
-							     NULL, 0, &r);
+				policy_decide_routed_request(g, dec.endpoint, ep->host,
+							     ep->ports[0], chain, 2, "DELETE",
+							     "/a/b?x=1&x=%41", NULL, 0, &r);
 			}
 			policy_decide_request(g, ep, "GET", "/a/../b?q=1&r=%41", NULL, 0, &dec);
 			policy_decide_request(g, ep, "POST", "/x/y", NULL, 0, &dec);

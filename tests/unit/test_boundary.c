@@ -190,10 +190,11 @@ static void fence_rejects_bad_spec(void **state)
 static void redirect_is_narrow(void **state)
 {
 	os_error err = { 0 };
-	struct nft_redirect_spec s = {
-		.tcp_ports = { 80, 443 }, .n_tcp_ports = 2, .tcp_to = 40001, .dns_to = 40053,
-		.dns_tcp_to = 40054
-	};
+	struct nft_redirect_spec s = { .tcp_ports = { 80, 443 },
+				       .n_tcp_ports = 2,
+				       .tcp_to = 40001,
+				       .dns_to = 40053,
+				       .dns_tcp_to = 40054 };
 	inet_pton(AF_INET, "10.200.0.1", &s.keep_addr);
 	json_t *doc = nft_redirect_ruleset(&s, &err);
 	assert_non_null(doc);

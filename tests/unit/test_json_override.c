@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -24,8 +25,10 @@ static const char *scan(const char *body, size_t step, char *out, size_t cap)
 	for (size_t i = 0; i < n; i += step)
 		json_override_feed(&j, body + i, n - i < step ? n - i : step);
 	out[0] = '\0';
-	if (j.failed)
-		return strcpy(out, "!");
+	if (j.failed) {
+		snprintf(out, cap, "!");
+		return out;
+	}
 	for (size_t i = 0; i < j.found.n; i++) {
 		if (i)
 			strncat(out, ",", cap - strlen(out) - 1);
@@ -75,10 +78,12 @@ static void values_that_are_not_methods_fail(void **state)
 	expect("{\"_method\":\"D\\u00c9LETE\"}", "!");
 	expect("{\"_method\":\"\"}", "!");
 	/* More overrides than a request may carry. */
-	char many[400] = "{";
+	char many[400];
+	size_t len = (size_t)snprintf(many, sizeof many, "{");
 	for (int i = 0; i < SHAPE_OVERRIDES_MAX + 1; i++)
-		strcat(many, i ? ",\"_method\":\"GET\"" : "\"_method\":\"GET\"");
-	strcat(many, "}");
+		len += (size_t)snprintf(many + len, sizeof many - len, "%s\"_method\":\"GET\"",
+					i ? "," : "");
+	snprintf(many + len, sizeof many - len, "}");
 	expect(many, "!");
 }
 

@@ -119,8 +119,8 @@ static void check_decision(const char *name, const struct policy_gen *g, char *l
 		if (allowed)
 			allowed = ep && graphql_allowed(g, ep, op[0], op[1], op[2]);
 		if (allowed != want_allow(name, op[3]))
-			fail_msg("%s: graphql %s %s {%s} on %s:%s: got %s", name, op[0], op[1], op[2],
-				 f[1], f[2], allowed ? "allow" : "deny");
+			fail_msg("%s: graphql %s %s {%s} on %s:%s: got %s", name, op[0], op[1],
+				 op[2], f[1], f[2], allowed ? "allow" : "deny");
 	} else if (!strcmp(f[0], "address") && n == 6) {
 		if (allowed) {
 			struct ip_addr a;

@@ -41,7 +41,8 @@ struct inpod {
 	struct sockowner *owner;
 	unsigned lost_records;
 
-	int tp_tcp_fd, tp_dns_fd, tp_dns_tcp_fd; /* transparent listeners until the proxy takes them */
+	int tp_tcp_fd, tp_dns_fd,
+		tp_dns_tcp_fd; /* transparent listeners until the proxy takes them */
 	uint16_t tp_probe_port; /* a redirected port confirm tries, 0 = none */
 
 	bool has_stdio; /* stdio: the agent's fds 0-2 (borrowed), else the supervisor's */

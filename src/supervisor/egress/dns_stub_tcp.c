@@ -26,8 +26,8 @@ struct dns_tcp_conn {
 	struct loop_io *io;
 	struct loop_timer *idle;
 	struct dns_pending *lookup; /* the query's lookup, while one waits */
-	bool serving;		    /* a query is read and not yet answered */
-	bool hup;		    /* the client hung up (perhaps only its sending side) */
+	bool serving; /* a query is read and not yet answered */
+	bool hup; /* the client hung up (perhaps only its sending side) */
 	uint8_t in[2 + DNS_PACKET_MAX];
 	size_t in_have;
 	uint8_t out[2 + DNS_PACKET_MAX];
@@ -176,7 +176,8 @@ static void on_conn(struct loop *l, struct loop_io *w, int fd, unsigned events, 
 	if (!c->serving)
 		conn_read(c); /* (after a hang-up: what was sent before it, then end of file) */
 	else if (c->lookup) {
-		if (!conn_watch(c, 0)) /* a hang-up while it is looked up: the answer is still sent */
+		if (!conn_watch(c,
+				0)) /* a hang-up while it is looked up: the answer is still sent */
 			conn_close(c);
 	} else
 		conn_flush(c);

@@ -45,7 +45,6 @@ struct egress {
 	char ca_path[PATH_MAX], bundle_path[PATH_MAX], java_trust_path[PATH_MAX];
 };
 
-
 static struct policy_gen *load_gen(const char *path, struct policy_diag *diag, os_error *err)
 {
 	struct policy_doc *doc;

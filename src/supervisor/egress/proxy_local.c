@@ -55,7 +55,8 @@ static void serve_policy_current(struct conn *c, const struct http_request *req)
 	policy_unref(g);
 	if (!text) {
 		reply_local_json(c, 500,
-				 json_pack("{s:s, s:s}", "error", "policy_serialize_failed", "detail",
+				 json_pack("{s:s, s:s}", "error", "policy_serialize_failed",
+					   "detail",
 					   "the policy text is not UTF-8, or memory ran out"));
 		return;
 	}
@@ -98,9 +99,9 @@ void proxy_serve_local(struct conn *c, const struct http_request *req)
 	if (!slice_is(req->method, "GET")) {
 		char detail[80];
 		snprintf(detail, sizeof detail, "%s is read with GET", routes[i].path);
-		reply_local_json(c, 405,
-				 json_pack("{s:s, s:s}", "error", "method_not_allowed", "detail",
-					   detail));
+		reply_local_json(
+			c, 405,
+			json_pack("{s:s, s:s}", "error", "method_not_allowed", "detail", detail));
 		return;
 	}
 	routes[i].serve(c, req);

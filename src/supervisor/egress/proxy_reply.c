@@ -148,10 +148,11 @@ static void send_answer(struct conn *c, int status, const char *content_type, co
 		reason_phrase(phrase, sizeof phrase, status, error, reason);
 	else
 		snprintf(phrase, sizeof phrase, "%s", status == 200 ? "OK" : status_reason(status));
-	int rc = buf_printf(&c->cout, &err,
-			    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-			    "Content-Length: %zu\r\nConnection: close\r\nCache-Control: no-store\r\n",
-			    status, phrase, content_type, len + 1);
+	int rc = buf_printf(
+		&c->cout, &err,
+		"HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+		"Content-Length: %zu\r\nConnection: close\r\nCache-Control: no-store\r\n",
+		status, phrase, content_type, len + 1);
 	if (rc == 0 && error) {
 		char details[96] = "";
 		append_token(details, sizeof details, reason ? reason : error);
@@ -248,8 +249,8 @@ static bool is_git_discovery(const char *method, const char *path)
 
 /* The same refusal in the words git prints: the reason first, then where
  * the agent reads more. */
-static void send_git_text(struct conn *c, const char *policy, const char *rule,
-			  const char *method, const char *path, const char *reason)
+static void send_git_text(struct conn *c, const char *policy, const char *rule, const char *method,
+			  const char *path, const char *reason)
 {
 	char text[1024];
 	int n = snprintf(text, sizeof text,

@@ -43,7 +43,7 @@ struct nft_redirect_spec {
 	uint16_t tcp_ports[NFT_REDIRECT_PORTS_MAX];
 	size_t n_tcp_ports;
 	uint16_t tcp_to;
-	uint16_t dns_to;     /* UDP port 53 goes here */
+	uint16_t dns_to; /* UDP port 53 goes here */
 	uint16_t dns_tcp_to; /* TCP port 53 (0: none) */
 	/* Never redirected (the supervisor's side of the veth: there only the
 	 * proxy port answers, the rest is refused as before). */
